@@ -1,0 +1,105 @@
+"""``biaslab`` — the command line.
+
+    biaslab run STAGE [--set name=value ...]   execute one notebook stage (as DVC does)
+    biaslab fetch [DATASET ...]                put data sets under data/raw (mirror: BIASLAB_DATA_MIRROR)
+    biaslab models [--check NAME ...]          list registered models and where they resolve
+    biaslab params                             validate params.yaml
+    biaslab seat [--model M] [--tests T ...]   run the SEAT audit on a model and print the table
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import operator
+import sys
+
+
+def _cmd_run(args) -> int:
+    from . import run
+
+    argv = [args.stage, *functools.reduce(operator.iadd, (["--set", s] for s in args.set), [])]
+    return run.main(argv)
+
+
+def _cmd_fetch(args) -> int:
+    from .config import load_params
+    from .data.fetch import fetch
+    from .paths import resolve
+
+    p = load_params()
+    rows, counts = fetch(args.datasets or list(p.data.datasets), resolve(p.data.raw_dir),
+                         allow_online=p.data.allow_online)
+    for ds, c in counts.items():
+        print(f"{ds}: " + ", ".join(f"{k}={v}" for k, v in c.items()))
+    print(f"{len(rows)} files checked")
+    return 0
+
+
+def _cmd_models(args) -> int:
+    from . import models
+
+    if args.check:
+        for name, path in models.preflight(args.check).items():
+            print(f"{name}: {path}")
+        return 0
+    for row in models.describe():
+        print(f"{row['name']:<24} {row['available']:<4} {row['kind']:<21} {row['where']}")
+    return 0
+
+
+def _cmd_params(args) -> int:
+    from .config import load_params
+
+    load_params()
+    print("params.yaml is valid")
+    return 0
+
+
+def _cmd_seat(args) -> int:
+    from .config import load_params
+    from .data import seat as seat_data
+    from .embed import Encoder
+    from .ragfair.seat_audit import run_seat_tests
+
+    p = load_params()
+    s = p.ragfair.seat
+    enc = Encoder(args.model or s.model, device=p.common.device, batch_size=p.common.batch_size)
+    table = run_seat_tests(seat_data.load_tests(args.tests or list(s.tests)), enc, n_samples=s.n_samples,
+                           exact_limit=s.exact_limit, e_max=s.e_max, alpha=s.alpha, seed=p.common.seed)
+    print(table[["test", "effect_size", "p_value", "p_method", "fairness_score"]].to_string(index=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="biaslab", description="biaslab: bias in text encoders and retrievers")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="execute one notebook stage with papermill")
+    r.add_argument("stage")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    r.set_defaults(fn=_cmd_run)
+    f = sub.add_parser("fetch", help="fetch and check data sets into data/raw")
+    f.add_argument("datasets", nargs="*")
+    f.set_defaults(fn=_cmd_fetch)
+    m = sub.add_parser("models", help="list models / check that some are available")
+    m.add_argument("--check", nargs="+", metavar="NAME")
+    m.set_defaults(fn=_cmd_models)
+    sub.add_parser("params", help="validate params.yaml").set_defaults(fn=_cmd_params)
+    s = sub.add_parser("seat", help="SEAT audit of an encoder")
+    s.add_argument("--model")
+    s.add_argument("--tests", nargs="+")
+    s.set_defaults(fn=_cmd_seat)
+    args = ap.parse_args(argv)
+    from .config import ParamsError
+    from .data import DataError
+    from .models import ModelUnavailableError
+
+    try:
+        return args.fn(args)
+    except (ParamsError, DataError, ModelUnavailableError) as err:
+        print(f"biaslab: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""params.yaml as typed, validated objects — the one place where the project's knobs are defined.
+
+Every section forbids unknown keys and checks types strictly, so a typo (``n_sample``) or a wrong type
+(``n_samples: "abc"``) fails before any work starts, with the dotted key, the offending value and the
+fix. ``load_params`` reads the file; ``notebook_params`` re-validates the values a notebook received
+(papermill injects them as plain variables and only *warns* on mistakes).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ParamsError(ValueError):
+    """params.yaml (or a notebook parameter) is invalid; the message names the key and the fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# ----------------------------------------------------------------------------------------- common
+class Common(_Section):
+    seed: int = 42
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    batch_size: int = Field(64, gt=0)
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if v not in ("auto", "cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
+            raise ValueError("must be auto, cpu, cuda or cuda:N")
+        return v
+
+
+# ------------------------------------------------------------------------------------------- data
+DATASETS = (
+    "seat",
+    "indibias",
+    "sbic",
+    "bbq",
+    "twinviews_13k",
+    "debiasing_rag_kim2025",
+    "genderbias_ir_rekabsaz2020",
+    "msmarco_fair_queries_rekabsaz2021",
+    "grep_biasir",
+    "trec_fair_2022",
+)
+DatasetName = Literal[DATASETS]  # type: ignore[valid-type]
+
+
+class Data(_Section):
+    raw_dir: str = "data/raw"
+    datasets: list[DatasetName] = Field(default_factory=lambda: list(DATASETS))
+    allow_online: bool = True  # download from the official location when no mirror is configured
+
+
+# ----------------------------------------------------------------------------------------- models
+class Models(_Section):
+    allow_downloads: bool = False  # let hub ids download (needs network); offline by default
+    encoder: str = "minilm"  # default bi-encoder (logical name in biaslab.models)
+    local_dirs: dict[str, str] = Field(default_factory=dict)  # logical name -> folder with weights
+
+
+# -------------------------------------------------------------------------------------------- llm
+class OpenAIParams(_Section):
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this environment variable, never a file
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+
+
+class LLM(_Section):
+    backend: Literal["rules", "transformers", "openai"] = "rules"
+    model: str = "smollm2-135m-instruct"  # logical name for the transformers backend
+    max_new_tokens: int = Field(256, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    cache: bool = True
+    openai: OpenAIParams = Field(default_factory=OpenAIParams)
+
+
+# ---------------------------------------------------------------------------------------- ragfair
+class SeatAudit(_Section):
+    model: str = "minilm"
+    tests: list[str] = Field(default_factory=list)  # empty: every SEAT test in the data
+    n_samples: int = Field(100_000, gt=1)  # sampled permutations when the exact test is too large
+    exact_limit: int = Field(100_000, gt=0)  # exact test when C(|X|+|Y|, |X|) <= this
+    e_max: float = Field(2.0, gt=0)  # FairnessScore = 1 - |ES| / e_max  (ragfair eq. 3)
+    alpha: float = Field(0.05, gt=0, lt=1)
+
+
+class Ragfair(_Section):
+    seat: SeatAudit = Field(default_factory=SeatAudit)
+
+
+# --------------------------------------------------------------------------------------- top level
+class Params(_Section):
+    common: Common = Field(default_factory=Common)
+    data: Data = Field(default_factory=Data)
+    models: Models = Field(default_factory=Models)
+    llm: LLM = Field(default_factory=LLM)
+    ragfair: Ragfair = Field(default_factory=Ragfair)
+
+    def get(self, dotted: str) -> Any:
+        """The value at a dotted key (``ragfair.seat.n_samples``)."""
+        node: Any = self
+        for part in dotted.split("."):
+            if isinstance(node, BaseModel):
+                if part not in type(node).model_fields:
+                    raise ParamsError(f"params: no key {dotted!r} (unknown part {part!r})")
+                node = getattr(node, part)
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise ParamsError(f"params: no key {dotted!r}")
+        return node
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            parent = ".".join(str(p) for p in e["loc"][:-1])
+            lines.append(f"  {key}: unknown key — remove it or fix its spelling (see the keys of "
+                         f"{parent or 'the top level'} in params.yaml and biaslab/config.py)")
+        else:
+            lines.append(f"  {key}: {e['msg']} (got {e.get('input')!r})")
+    return f"invalid parameters in {source}:\n" + "\n".join(lines)
+
+
+def validate(raw: dict[str, Any], source: str = "params.yaml") -> Params:
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{source}: expected a mapping of sections at the top level, got {type(raw).__name__}")
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as err:
+        raise ParamsError(_format_errors(err, source)) from None
+
+
+def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ParamsError(f"{path}: file not found — run from the repository root or set BIASLAB_ROOT")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ParamsError(f"{path}: not valid YAML: {err}") from None
+
+
+def load_params(path: str | os.PathLike | None = None) -> Params:
+    """Read and validate params.yaml (default: the repository's)."""
+    from .paths import repo_root
+
+    path = Path(path) if path else repo_root() / "params.yaml"
+    return validate(read_yaml(path), str(path))
+
+
+def leaf_names(params: Params, keys: list[str]) -> dict[str, str]:
+    """Map notebook variable names to the dotted keys they carry.
+
+    A key that names a section (``ragfair.seat``) contributes each of its fields; a scalar key
+    (``common.seed``) contributes its last component. Two keys giving the same name is an error."""
+    names: dict[str, str] = {}
+    for key in keys:
+        value = params.get(key)
+        children = (
+            {f"{key}.{f}": f for f in type(value).model_fields}
+            if isinstance(value, BaseModel)
+            else {key: key.rsplit(".", 1)[-1]}
+        )
+        for dotted, name in children.items():
+            if name in names:
+                raise ParamsError(f"parameter name {name!r} comes from both {names[name]} and {dotted}; "
+                                  "list a narrower key in the stage's params")
+            names[name] = dotted
+    return names
+
+
+def flatten_for_notebook(params: Params, keys: list[str]) -> dict[str, Any]:
+    """The papermill parameters for a stage: each notebook variable with its JSON-ready value."""
+    out: dict[str, Any] = {}
+    for name, dotted in leaf_names(params, keys).items():
+        value = params.get(dotted)
+        out[name] = value.model_dump() if isinstance(value, BaseModel) else value
+    return out
+
+
+def _set(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    node = raw
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def notebook_params(namespace: dict[str, Any], stage: str) -> Params:
+    """Validate a notebook's parameter variables and return the full typed ``Params``.
+
+    ``namespace`` is the notebook's ``globals()``; ``stage`` the DVC stage that runs it. The values of the
+    stage's keys (dvc.yaml ``params``) are taken from the notebook variables — defaults from the
+    ``parameters`` cell, or what papermill injected — and checked with the same schema as params.yaml,
+    so ``-p n_samples abc`` fails here with the key's name instead of misbehaving later."""
+    from .stages import stage_params
+
+    base = load_params()
+    raw = base.model_dump()
+    for name, dotted in leaf_names(base, stage_params(stage)).items():
+        if name in namespace:
+            _set(raw, dotted, namespace[name])
+    return validate(raw, f"the parameters of notebook stage {stage!r}")

@@ -1,0 +1,117 @@
+"""Batched sentence embedding with an on-disk cache: each text is embedded once per model.
+
+The cache key is (model fingerprint, text). The fingerprint hashes the model's weights and the settings
+that change its output (module configuration, max sequence length, normalisation), so a fine-tuned
+checkpoint never reuses its base model's vectors, while a rerun with the same model costs nothing. Vectors
+live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
+encoding and misses are encoded in a single ``SentenceTransformer.encode`` call (which sorts by length
+and batches), so the wrapper adds hashing and a few SQL statements to a cold run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .paths import cache_dir
+
+
+def fingerprint(model, *, normalize: bool = True) -> str:
+    """Content hash of a ``SentenceTransformer`` (weights + output-relevant settings)."""
+    h = hashlib.sha256()
+    h.update(repr(model).encode())  # module stack with pooling and normalisation settings
+    h.update(f"max_seq_length={getattr(model, 'max_seq_length', None)};normalize={normalize}".encode())
+    for key, tensor in sorted(model.state_dict().items()):
+        h.update(key.encode())
+        h.update(str(tuple(tensor.shape)).encode())
+        h.update(tensor.detach().to("cpu").contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EmbeddingCache:
+    """SQLite store of float32 vectors keyed by text hash, one file per model fingerprint."""
+
+    def __init__(self, model_fp: str, root: Path | None = None):
+        folder = (root or cache_dir()) / "embeddings"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{model_fp[:32]}.sqlite"
+        self._db = sqlite3.connect(self.path, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS emb (k BLOB PRIMARY KEY, v BLOB NOT NULL)")
+
+    def get(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        for i in range(0, len(keys), 900):  # SQLite's bound-parameter limit
+            chunk = keys[i : i + 900]
+            rows = self._db.execute(
+                f"SELECT k, v FROM emb WHERE k IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        return found
+
+    def put(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                                 zip(keys, (np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors), strict=False))
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM emb").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class Encoder:
+    """Embed texts with a sentence-transformers model, batched, cached, on the best device.
+
+    ``model`` is a logical name from :mod:`biaslab.models`, a folder, or a loaded ``SentenceTransformer``.
+    ``encode`` returns float32 vectors in input order (L2-normalised when ``normalize``)."""
+
+    def __init__(self, model, *, device: str | None = None, batch_size: int = 64, normalize: bool = True,
+                 cache: bool = True, cache_root: Path | None = None):
+        if isinstance(model, str):
+            from .models import load_sentence_transformer
+
+            self.name = model
+            model = load_sentence_transformer(model, device)
+        else:
+            self.name = getattr(model, "name_or_path", type(model).__name__)
+        self.model = model
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.fingerprint = fingerprint(model, normalize=normalize)
+        self.cache = EmbeddingCache(self.fingerprint, cache_root) if cache else None
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
+        vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                 normalize_embeddings=self.normalize,
+                                 show_progress_bar=bool(show_progress) and len(texts) > self.batch_size)
+        return np.asarray(vecs, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], *, show_progress: bool | None = None) -> np.ndarray:
+        texts = [str(t) for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        if self.cache is None:
+            table = dict(zip(unique, self._encode(unique, show_progress), strict=False))
+            return np.stack([table[t] for t in texts])
+        keys = {t: _text_key(t) for t in unique}
+        hits = self.cache.get(list(keys.values()))
+        missing = [t for t in unique if keys[t] not in hits]
+        if missing:
+            vecs = self._encode(missing, show_progress)
+            self.cache.put([keys[t] for t in missing], vecs)
+            hits.update((keys[t], v) for t, v in zip(missing, vecs, strict=False))
+        return np.stack([hits[keys[t]] for t in texts])

@@ -1,0 +1,85 @@
+"""Atomic file output: write to a temporary file in the target folder, then rename over the target.
+
+An interrupted or failing stage therefore never leaves a half-written file; the previous version (if any)
+stays intact until the new one is complete. Parent folders are created as needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path``, on error it is removed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[IO]:
+    """``open`` for writing, atomically (text mode defaults to UTF-8)."""
+    if "b" not in mode:
+        kwargs.setdefault("encoding", "utf-8")
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    with atomic_open(path, "w") as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return obj.as_posix()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
+    """JSON with sorted keys and a trailing newline, so reruns give byte-identical files."""
+    return write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=_json_default) + "\n")
+
+
+def write_csv(path: str | os.PathLike, df, *, float_format: str | None = "%.6g", **kwargs: Any) -> Path:
+    """A tidy CSV (no index by default) written atomically; floats rounded so reruns diff cleanly."""
+    kwargs.setdefault("index", False)
+    with atomic_open(path, "w", newline="") as fh:
+        df.to_csv(fh, float_format=float_format, **kwargs)
+    return Path(path)
+
+
+def write_parquet(path: str | os.PathLike, df, **kwargs: Any) -> Path:
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, **kwargs)
+    return Path(path)

@@ -1,0 +1,97 @@
+"""SEAT — the Sentence Encoder Association Test (May et al., 2019), as used in ragfair §3.2.1.
+
+For target sets X, Y and attribute sets A, B of embeddings:
+
+* association (ragfair eq. 1): s(w, A, B) = mean_{a∈A} cos(w, a) − mean_{b∈B} cos(w, b)
+* effect size (eq. 2): (mean_{x∈X} s(x) − mean_{y∈Y} s(y)) / std_{w∈X∪Y} s(w), with the *sample* standard
+  deviation (ddof = 1), as in the reference implementation (W4ngatang/sent-bias ``weat.py``)
+* one-sided permutation p-value of the test statistic Σ_{x∈X} s(x) − Σ_{y∈Y} s(y) over re-partitions of
+  X ∪ Y into sets of sizes |X| and |Y|: exact when the number of partitions C(|X|+|Y|, |X|) is at most
+  ``exact_limit`` (reference: 100,000), otherwise ``n_samples`` random partitions
+* fairness score (eq. 3): 1 − |ES| / E_max with E_max = 2.
+
+The permutation test is scipy's ``permutation_test`` (independent samples, alternative "greater"). One
+difference from the reference code, on purpose: scipy counts re-partitions whose statistic is *at least* the
+observed one (the observed partition included), the reference only those strictly greater. The exact
+p-value is therefore never 0 here (its minimum is 1 / C(|X|+|Y|, |X|)), which is the textbook exact test;
+for the sampled test both add one pseudo-observation, p = (b + 1) / (n + 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class SeatResult:
+    effect_size: float
+    p_value: float
+    p_method: str  # "exact" | "sampled"
+    n_partitions: int  # C(|X|+|Y|, |X|)
+    n_resamples: int  # partitions evaluated
+    mean_s_x: float
+    mean_s_y: float
+    fairness_score: float
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float64)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("zero vector among the SEAT embeddings: cosine similarity is undefined")
+    return m / norms
+
+
+def association(W: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """s(w, A, B) for every row w of ``W`` (eq. 1)."""
+    W, A, B = _unit(W), _unit(A), _unit(B)
+    return (W @ A.T).mean(axis=1) - (W @ B.T).mean(axis=1)
+
+
+def effect_size(s_x: np.ndarray, s_y: np.ndarray) -> float:
+    """Eq. 2 on precomputed associations; sample std over X ∪ Y (ddof = 1)."""
+    s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
+    spread = np.std(np.concatenate([s_x, s_y]), ddof=1)
+    if spread == 0:
+        return 0.0
+    return float((s_x.mean() - s_y.mean()) / spread)
+
+
+def _statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return x.sum(axis=axis) - y.sum(axis=axis)
+
+
+def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int = 100_000,
+                        exact_limit: int = 100_000, seed: int = 0) -> tuple[float, str, int, int]:
+    """One-sided p-value that X associates with A more than Y does. Returns (p, method, C, n evaluated)."""
+    s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
+    n_partitions = comb(len(s_x) + len(s_y), len(s_x))
+    exact = n_partitions <= exact_limit
+    res = stats.permutation_test(
+        (s_x, s_y), _statistic, permutation_type="independent", vectorized=True,
+        n_resamples=np.inf if exact else n_samples, alternative="greater",
+        batch=max(1, min(n_samples, 2_000_000 // max(1, len(s_x) + len(s_y)))),
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.pvalue), ("exact" if exact else "sampled"), n_partitions, (
+        n_partitions if exact else n_samples)
+
+
+def fairness_score(es: float, e_max: float = 2.0) -> float:
+    """ragfair eq. 3: 1 − |ES| / E_max (1 = no measured association)."""
+    return 1.0 - abs(es) / e_max
+
+
+def seat(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, *, n_samples: int = 100_000,
+         exact_limit: int = 100_000, e_max: float = 2.0, seed: int = 0) -> SeatResult:
+    """The full test on embeddings of the four sets."""
+    s_x, s_y = association(X, A, B), association(Y, A, B)
+    es = effect_size(s_x, s_y)
+    p, method, n_part, n_eval = permutation_p_value(s_x, s_y, n_samples=n_samples,
+                                                    exact_limit=exact_limit, seed=seed)
+    return SeatResult(es, p, method, n_part, n_eval, float(s_x.mean()), float(s_y.mean()),
+                      fairness_score(es, e_max))

@@ -1,0 +1,1 @@
+"""ragfair — "Teaching RAG to play fair": encoder bias diagnosis and mitigation (paper-specific code)."""

@@ -1,0 +1,167 @@
+"""Execute one notebook stage with papermill, its parameters taken from params.yaml.
+
+    python -m biaslab.run STAGE [--set name=value ...] [--out PATH]
+
+The stage (in dvc.yaml) names the notebook (its ``notebooks/*.py`` dependency), the executed copy (its
+``.ipynb`` output) and the params.yaml keys it reads. Those keys are validated, flattened to notebook
+variable names and injected by papermill; ``--set`` overrides one of them (a papermill-style rerun with new
+parameters). The Jupytext ``.py`` is converted in memory, executed in a kernel that runs *this*
+interpreter (never a stray user-level kernelspec), with the repository root as working directory,
+progress bars off and the Hugging Face stack offline unless ``models.allow_downloads`` is true.
+
+The executed notebook is stripped of run metadata (timestamps, durations, random cell ids) and written
+atomically only when every cell succeeded; a failed run is kept under the cache folder for inspection
+and the command exits non-zero, leaving the stage's previous outputs untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import config, stages
+from .io import write_text
+from .paths import cache_dir, repo_root
+
+KERNEL_NAME = "biaslab-python"
+
+
+def parameter_names(nb) -> set[str]:
+    """Names assigned in the notebook's ``parameters`` cell (error if there is none)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            names: set[str] = set()
+            for node in ast.parse(cell.source).body:
+                targets = node.targets if isinstance(node, ast.Assign) else (
+                    [node.target] if isinstance(node, ast.AnnAssign) else [])
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+            return names
+    raise stages.StageError('the notebook has no cell tagged "parameters" (# %% tags=["parameters"])')
+
+
+def ensure_kernel() -> Path:
+    """A kernelspec that runs the current interpreter, in a private Jupyter data folder."""
+    root = cache_dir() / "jupyter"
+    spec_dir = root / "kernels" / KERNEL_NAME
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "biaslab (project interpreter)",
+        "language": "python",
+        "metadata": {"debugger": False},
+    }
+    text = json.dumps(spec, indent=1)
+    path = spec_dir / "kernel.json"
+    if not path.is_file() or path.read_text() != text:
+        write_text(path, text)
+    return root
+
+
+def strip_run_metadata(nb) -> None:
+    """Remove what changes on every run so identical results give identical files."""
+    nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:03d}"
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("ExecuteTime", None)
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise config.ParamsError(f"--set {item!r}: expected name=value")
+        name, value = item.split("=", 1)
+        out[name.strip()] = yaml.safe_load(value)
+    return out
+
+
+def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = None) -> Path:
+    import jupytext
+    import papermill
+
+    root = repo_root()
+    params = config.load_params(root / "params.yaml")
+    keys = stages.stage_params(stage, root)
+    parameters = config.flatten_for_notebook(params, keys)
+    parameters.update(sets or {})
+
+    nb_path = stages.stage_notebook(stage, root)
+    out = Path(out) if out else stages.stage_executed_notebook(stage, root)
+    if not nb_path.is_file():
+        raise stages.StageError(f"stage {stage!r}: notebook {nb_path} not found")
+    nb = jupytext.read(nb_path)
+    declared = parameter_names(nb)
+    unknown = sorted(set(parameters) - declared)
+    if unknown:
+        raise config.ParamsError(
+            f"{nb_path.relative_to(root)}: parameters {unknown} are not in its parameters cell "
+            f"(it declares {sorted(declared)}); add them to the cell or fix the name"
+        )
+
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        [str(ensure_kernel()), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    os.environ["BIASLAB_ROOT"] = str(root)
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ.setdefault("PYTHONHASHSEED", str(params.common.seed))
+    offline = "0" if params.models.allow_downloads else "1"
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ[var] = offline
+    os.environ["BIASLAB_ALLOW_DOWNLOADS"] = "1" if params.models.allow_downloads else "0"
+
+    tmp_dir = Path(tempfile.mkdtemp(prefix="biaslab-run-"))
+    tmp_out = tmp_dir / out.name
+    try:
+        executed = papermill.execute_notebook(
+            nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
+            cwd=str(root), progress_bar=False, log_output=False,
+        )
+    except papermill.PapermillExecutionError as err:
+        failed = cache_dir() / "failed" / f"{stage.replace('@', '_')}.ipynb"
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        if tmp_out.is_file():
+            os.replace(tmp_out, failed)
+        raise RuntimeError(
+            f"stage {stage!r} failed in {nb_path.relative_to(root)} (cell {err.cell_index}): "
+            f"{err.ename}: {err.evalue}\n  executed notebook with the traceback: {failed}"
+        ) from None
+    finally:
+        for f in tmp_dir.glob("*"):
+            f.unlink()
+        tmp_dir.rmdir()
+    strip_run_metadata(executed)
+    import nbformat
+
+    write_text(out, nbformat.writes(executed) + "\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m biaslab.run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("stage", help="stage name in dvc.yaml (name@member for foreach stages)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override one notebook parameter (YAML value); repeatable")
+    ap.add_argument("--out", type=Path, help="where to write the executed notebook (default: the stage's .ipynb out)")
+    args = ap.parse_args(argv)
+    try:
+        out = execute(args.stage, parse_sets(args.set), args.out)
+    except (config.ParamsError, stages.StageError, RuntimeError, FileNotFoundError) as err:
+        print(f"biaslab.run: {err}", file=sys.stderr)
+        return 1
+    print(f"biaslab.run: {args.stage} -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Read the pipeline's stage definitions from dvc.yaml (the single place they are declared)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .paths import repo_root
+
+
+class StageError(ValueError):
+    """A stage is missing from dvc.yaml or is not declared in the project's notebook-stage form."""
+
+
+def load_dvc_yaml(root: Path | None = None) -> dict[str, Any]:
+    path = (root or repo_root()) / "dvc.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def stage_spec(stage: str, root: Path | None = None) -> dict[str, Any]:
+    """The stage's body (for foreach/matrix stages, the ``do`` template); ``name@member`` is accepted."""
+    name = stage.split("@", 1)[0]
+    stages = load_dvc_yaml(root).get("stages", {})
+    if name not in stages:
+        raise StageError(f"dvc.yaml has no stage {name!r}; stages are: {', '.join(stages) or '(none)'}")
+    spec = stages[name]
+    return spec.get("do", spec)
+
+
+def stage_params(stage: str, root: Path | None = None) -> list[str]:
+    """The params.yaml keys a stage declares (strings, or ``{params.yaml: [...]}`` entries)."""
+    keys: list[str] = []
+    for entry in stage_spec(stage, root).get("params", []) or []:
+        if isinstance(entry, str):
+            keys.append(entry)
+        elif isinstance(entry, dict):
+            for file, sub in entry.items():
+                if Path(file).name != "params.yaml":
+                    raise StageError(f"stage {stage!r}: only params.yaml is supported, got {file}")
+                keys.extend(sub or [])
+    return keys
+
+
+def _first(paths: list[Any], suffix: str, under: str | None = None) -> str | None:
+    for p in paths or []:
+        p = next(iter(p)) if isinstance(p, dict) else p
+        if str(p).endswith(suffix) and (under is None or str(p).startswith(under)):
+            return str(p)
+    return None
+
+
+def stage_notebook(stage: str, root: Path | None = None) -> Path:
+    nb = _first(stage_spec(stage, root).get("deps", []), ".py", "notebooks/")
+    if nb is None:
+        raise StageError(f"stage {stage!r} lists no notebooks/*.py dependency in dvc.yaml")
+    return (root or repo_root()) / nb
+
+
+def stage_executed_notebook(stage: str, root: Path | None = None) -> Path:
+    out = _first(stage_spec(stage, root).get("outs", []), ".ipynb")
+    if out is None:
+        raise StageError(f"stage {stage!r} lists no executed .ipynb among its outs in dvc.yaml")
+    return (root or repo_root()) / out

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+
+import fixtures  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets the session's shared cache (model conversions are slow) but never the repo's."""
+    cache = tmp_path_factory.getbasetemp() / "biaslab-cache"
+    monkeypatch.setenv("BIASLAB_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    yield
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A minimal project root (params.yaml + dvc.yaml of the repo) with BIASLAB_ROOT pointing at it."""
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy(REPO / name, root / name)
+    monkeypatch.setenv("BIASLAB_ROOT", str(root))
+    return root
+
+
+@pytest.fixture
+def raw_dir(tmp_path) -> Path:
+    return fixtures.write_all(tmp_path / "raw")
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from biaslab.models import load_sentence_transformer
+
+    return load_sentence_transformer("minilm", "cpu")
+
+
+class NetworkAttempt(AssertionError):
+    pass
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Block every socket connection except to loopback; record attempts so a test can assert none happened."""
+    attempts: list = []
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def _loopback(address) -> bool:
+        if isinstance(address, (str, bytes)):  # AF_UNIX
+            return True
+        host = address[0]
+        return host in ("localhost", "::1") or str(host).startswith("127.")
+
+    def guard_connect(self, address):
+        if not _loopback(address):
+            attempts.append(address)
+            raise NetworkAttempt(f"blocked network connection to {address}")
+        return real_connect(self, address)
+
+    def guard_connect_ex(self, address):
+        if not _loopback(address):
+            attempts.append(address)
+            raise NetworkAttempt(f"blocked network connection to {address}")
+        return real_connect_ex(self, address)
+
+    def guard_getaddrinfo(host, *args, **kwargs):
+        if host not in (None, "localhost", "::1") and not str(host).startswith("127."):
+            attempts.append(host)
+            raise NetworkAttempt(f"blocked name lookup of {host}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guard_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guard_connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", guard_getaddrinfo)
+    return attempts
+
+
+def mirror_dir() -> Path | None:
+    value = os.environ.get("BIASLAB_DATA_MIRROR")
+    return Path(value) if value and Path(value).is_dir() else None

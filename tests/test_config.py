@@ -1,0 +1,73 @@
+import pytest
+import yaml
+
+from biaslab import config
+from biaslab.config import ParamsError, load_params, validate
+
+REPO_PARAMS = yaml.safe_load((__import__("conftest").REPO / "params.yaml").read_text())
+
+
+def test_repo_params_are_valid():
+    p = validate(REPO_PARAMS)
+    assert p.ragfair.seat.e_max == 2.0
+    assert p.get("ragfair.seat.n_samples") == REPO_PARAMS["ragfair"]["seat"]["n_samples"]
+
+
+def test_unknown_key_names_the_dotted_key():
+    raw = yaml.safe_load(yaml.safe_dump(REPO_PARAMS))
+    raw["ragfair"]["seat"]["n_sample"] = 5
+    with pytest.raises(ParamsError) as e:
+        validate(raw)
+    assert "ragfair.seat.n_sample" in str(e.value) and "unknown key" in str(e.value)
+
+
+def test_unknown_section_is_rejected():
+    with pytest.raises(ParamsError, match="nonsense: unknown key"):
+        validate({**REPO_PARAMS, "nonsense": {}})
+
+
+@pytest.mark.parametrize("key,value", [("n_samples", "abc"), ("n_samples", 1.5), ("e_max", "2"), ("tests", "weat1")])
+def test_wrong_type_names_key_and_value(key, value):
+    raw = yaml.safe_load(yaml.safe_dump(REPO_PARAMS))
+    raw["ragfair"]["seat"][key] = value
+    with pytest.raises(ParamsError) as e:
+        validate(raw)
+    assert f"ragfair.seat.{key}" in str(e.value) and repr(value) in str(e.value)
+
+
+def test_bad_device_and_bounds():
+    with pytest.raises(ParamsError, match="common.device"):
+        validate({"common": {"device": "gpu"}})
+    with pytest.raises(ParamsError, match="ragfair.seat.e_max"):
+        validate({"ragfair": {"seat": {"e_max": 0}}})
+
+
+def test_missing_and_broken_yaml(tmp_path):
+    with pytest.raises(ParamsError, match="file not found"):
+        load_params(tmp_path / "nope.yaml")
+    bad = tmp_path / "params.yaml"
+    bad.write_text("common: [unclosed\n")
+    with pytest.raises(ParamsError, match="not valid YAML"):
+        load_params(bad)
+
+
+def test_leaf_names_flatten_sections_and_scalars():
+    p = validate(REPO_PARAMS)
+    names = config.leaf_names(p, ["common.seed", "ragfair.seat"])
+    assert names["seed"] == "common.seed" and names["n_samples"] == "ragfair.seat.n_samples"
+    flat = config.flatten_for_notebook(p, ["common.seed", "ragfair.seat"])
+    assert flat["tests"] == [] and flat["seed"] == 42
+
+
+def test_leaf_name_collision_is_an_error():
+    p = validate(REPO_PARAMS)
+    with pytest.raises(ParamsError, match="comes from both"):
+        config.leaf_names(p, ["models.encoder", "llm.model", "ragfair.seat"])
+
+
+def test_notebook_params_revalidates_injected_values(project):
+    ns = {"n_samples": 500, "seed": 7}
+    p = config.notebook_params(ns, stage="ragfair_seat")
+    assert p.ragfair.seat.n_samples == 500 and p.common.seed == 7
+    with pytest.raises(ParamsError, match="ragfair.seat.n_samples"):
+        config.notebook_params({"n_samples": "abc"}, stage="ragfair_seat")
