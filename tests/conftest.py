@@ -15,10 +15,10 @@ import fixtures  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets the session's shared cache (model conversions are slow) but never the repo's."""
-    cache = tmp_path_factory.getbasetemp() / "biaslab-cache"
-    monkeypatch.setenv("BIASLAB_CACHE_DIR", str(cache))
+def _test_cache(monkeypatch):
+    """Tests use their own cache folder, never the pipeline's. It persists between local runs so the one-off
+    SmolLM2 conversion (~40 s) is paid once; every entry is content-keyed, so reuse cannot change a result."""
+    monkeypatch.setenv("BIASLAB_CACHE_DIR", str(REPO / ".cache" / "biaslab-tests"))
     monkeypatch.setenv("TQDM_DISABLE", "1")
     yield
 
@@ -90,4 +90,4 @@ def no_network(monkeypatch):
 
 def mirror_dir() -> Path | None:
     value = os.environ.get("BIASLAB_DATA_MIRROR")
-    return Path(value) if value and Path(value).is_dir() else None
+    return Path(value).resolve() if value and Path(value).is_dir() else None

@@ -91,12 +91,15 @@ class Encoder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        return int(self.model.get_embedding_dimension())
 
     def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
+        from .runtime import progress_enabled
+
+        show = bool(show_progress) and progress_enabled() and len(texts) > self.batch_size
         vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
                                  normalize_embeddings=self.normalize,
-                                 show_progress_bar=bool(show_progress) and len(texts) > self.batch_size)
+                                 show_progress_bar=show)
         return np.asarray(vecs, dtype=np.float32)
 
     def encode(self, texts: Sequence[str], *, show_progress: bool | None = None) -> np.ndarray:

@@ -52,10 +52,16 @@ def select_device(preference: str = "auto") -> str:
     raise ValueError(f"unknown device {preference!r}: use auto, cpu, cuda or cuda:N")
 
 
-def progress(iterable: Iterable[T], *, desc: str | None = None, total: int | None = None, **kwargs: Any):
-    """tqdm with the project's defaults. Pipeline stages set ``TQDM_DISABLE=1`` so executed notebooks
-    stay free of progress noise; interactive use shows the bars."""
-    from tqdm.auto import tqdm
+def progress_enabled() -> bool:
+    """False inside pipeline stages (``TQDM_DISABLE=1``), so executed notebooks hold no progress noise."""
+    return os.environ.get("TQDM_DISABLE", "0") not in ("1", "true", "True")
 
-    disable = os.environ.get("TQDM_DISABLE", "0") in ("1", "true", "True")
+
+def progress(iterable: Iterable[T], *, desc: str | None = None, total: int | None = None,
+             disable: bool = False, **kwargs: Any):
+    """tqdm with the project's defaults. Pipeline stages set ``TQDM_DISABLE=1`` so executed notebooks
+    stay free of progress noise; interactive use shows the bars (``disable`` hides one bar, e.g. a short loop)."""
+    from tqdm import tqdm
+
+    disable = disable or not progress_enabled()
     return tqdm(iterable, desc=desc, total=total, disable=disable, dynamic_ncols=True, **kwargs)

@@ -1,0 +1,150 @@
+"""The real pipeline (fetch + SEAT audit) through DVC and papermill on tiny parameters, in a temporary copy of
+the repository, with a process-wide guard that refuses any non-loopback network connection."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, mirror_dir
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TINY_TESTS = ["weat6", "sent-weat9"]  # one exact (C(16, 8) partitions), one sampled (C(36, 18))
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("set BIASLAB_DATA_MIRROR to a local copy of the data sets to run the pipeline offline")
+    root = tmp_path_factory.mktemp("pipeline") / "repo"
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    for rel in filter(None, files):
+        if rel.startswith("reports/") or rel == "dvc.lock" or not (REPO / rel).is_file():
+            continue
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["data"]["datasets"] = ["seat"]
+    params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    netlog = root.parent / "network.log"
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "BIASLAB_DATA_MIRROR": str(mirror),
+        "BIASLAB_CACHE_DIR": str(root.parent / "cache"),
+        "PYTHONPATH": str(REPO / "tests" / "netguard"),
+        "BIASLAB_NETGUARD_LOG": str(netlog),
+    }
+    env.pop("BIASLAB_ROOT", None)
+
+    def dvc(*args, check=True):
+        proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=900)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"dvc {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    first = dvc("repro")
+    return root, dvc, first, netlog
+
+
+def read_bytes(root: Path, *rels: str) -> dict[str, bytes]:
+    return {r: (root / r).read_bytes() for r in rels}
+
+
+OUTPUTS = ["reports/ragfair/seat/seat_results.csv", "reports/ragfair/seat/metrics.json",
+           "reports/ragfair/01_seat_audit.ipynb", "reports/data/datasets.csv"]
+
+
+def test_pipeline_outputs_exist_and_are_sane(pipeline):
+    root, _, first, _ = pipeline
+    assert "Running stage 'fetch'" in first.stdout and "Running stage 'ragfair_seat'" in first.stdout
+    table = pd.read_csv(root / "reports/ragfair/seat/seat_results.csv")
+    assert table["test"].tolist() == TINY_TESTS  # in the order params.yaml lists them
+    assert table.set_index("test").loc["weat6", "p_method"] == "exact"
+    assert table.set_index("test").loc["sent-weat9", "p_method"] == "sampled"
+    assert table["p_value"].between(0, 1).all() and table["fairness_score"].between(0, 1).all()
+    assert (table["effect_size"].abs() < 2).all()
+    metrics = json.loads((root / "reports/ragfair/seat/metrics.json").read_text())
+    assert metrics["all"]["n_tests"] == 2 and metrics["model"] == "minilm"
+    png = (root / "reports/ragfair/seat/effect_sizes.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    for nb in ("reports/ragfair/01_seat_audit.ipynb", "reports/data/00_fetch.ipynb"):
+        cells = json.loads((root / nb).read_text())["cells"]
+        assert not [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        assert any("injected-parameters" in c.get("metadata", {}).get("tags", []) for c in cells)
+    assert (root / "data/raw/seat/sent-bias_tests/weat6.jsonl").is_file()
+    assert not any(root.rglob("*.tmp"))
+
+
+def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
+    root, dvc, _, _ = pipeline
+    assert "Running stage" not in dvc("repro").stdout
+    before = read_bytes(root, *OUTPUTS)
+    dvc("repro", "--force")
+    assert read_bytes(root, *OUTPUTS) == before
+
+
+def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):
+    root, dvc, _, _ = pipeline
+    good = (root / "params.yaml").read_text()
+    try:
+        (root / "params.yaml").write_text(good.replace("n_samples: 2000", "n_samples: lots"))
+        proc = dvc("repro", "ragfair_seat", check=False)
+        assert proc.returncode != 0
+        assert "ragfair.seat.n_samples" in proc.stderr + proc.stdout
+        (root / "params.yaml").write_text(good.replace("  alpha: 0.05", "  alpha: 0.05\n    alhpa: 0.1"))
+        proc = dvc("repro", "ragfair_seat", check=False)
+        assert proc.returncode != 0 and "ragfair.seat.alhpa: unknown key" in proc.stderr + proc.stdout
+        assert not any(root.rglob("*.tmp"))
+    finally:
+        (root / "params.yaml").write_text(good)
+
+
+def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
+    root, dvc, _, _ = pipeline
+    good = (root / "params.yaml").read_text()
+    try:
+        (root / "params.yaml").write_text(good.replace("model: minilm", "model: msmarco-roberta-base-v2"))
+        proc = dvc("repro", "ragfair_seat", check=False)
+        out = proc.stderr + proc.stdout
+        assert proc.returncode != 0
+        assert "msmarco-roberta-base-v2" in out and "models.local_dirs" in out
+        assert not (root / "reports/ragfair/seat/seat_results.csv").exists()
+    finally:
+        (root / "params.yaml").write_text(good)
+
+
+def test_missing_data_names_the_fetch_step(pipeline):
+    root, _, _, _ = pipeline
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "BIASLAB_ROOT": str(root), "BIASLAB_CACHE_DIR": str(root.parent / "cache")}
+    moved = root / "data/raw/seat.away"
+    (root / "data/raw/seat").rename(moved)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_seat",
+                               "--out", str(root.parent / "x.ipynb")], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 1
+        assert "data set 'seat' not found" in proc.stderr and "biaslab fetch seat" in proc.stderr
+        assert not (root.parent / "x.ipynb").exists()
+    finally:
+        moved.rename(root / "data/raw/seat")
+
+
+def test_nothing_reached_the_network(pipeline):
+    _, _, _, netlog = pipeline
+    assert not netlog.exists() or netlog.read_text() == "", netlog.read_text()

@@ -1,0 +1,80 @@
+"""The notebook runner and the stage declarations: every stage's params exist, flatten without clashes, and
+match the defaults of its notebook's parameters cell."""
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+from biaslab import config, run, stages
+from conftest import REPO
+
+STAGES = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_declares_notebook_output_and_valid_params(stage):
+    nb_path = stages.stage_notebook(stage, REPO)
+    assert nb_path.is_file(), nb_path
+    assert stages.stage_executed_notebook(stage, REPO).suffix == ".ipynb"
+    params = config.load_params(REPO / "params.yaml")
+    flat = config.flatten_for_notebook(params, stages.stage_params(stage, REPO))
+    nb = jupytext.read(nb_path)
+    declared = run.parameter_names(nb)
+    assert set(flat) <= declared, f"{stage}: params not in the parameters cell: {set(flat) - declared}"
+    # the notebook's own defaults equal params.yaml, so JupyterLab and `dvc repro` compute the same thing
+    ns: dict = {}
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    exec(cell.source, ns)
+    for name, value in flat.items():
+        assert ns[name] == value, f"{stage}: notebook default {name}={ns[name]!r} but params.yaml has {value!r}"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_cmd_runs_the_runner(stage):
+    spec = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"][stage]
+    spec = spec.get("do", spec)
+    assert spec["cmd"].startswith(f"python -m biaslab.run {stage}")
+
+
+def test_parameter_names_and_missing_cell():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("a = 1\nb: int = 2\nc, d = 3, 4", metadata={"tags": ["parameters"]})]
+    assert run.parameter_names(nb) == {"a", "b"}
+    nb.cells[0].metadata = {}
+    with pytest.raises(stages.StageError, match="no cell tagged"):
+        run.parameter_names(nb)
+
+
+def test_strip_run_metadata_makes_cells_stable():
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"start_time": "now"}
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"papermill": {"duration": 1.2},
+                                                             "execution": {"iopub.status.busy": "t"}})]
+    run.strip_run_metadata(nb)
+    assert "papermill" not in nb.metadata and nb.cells[0]["id"] == "cell-000"
+    assert nb.cells[0].metadata == {}
+
+
+def test_parse_sets_reads_yaml_values():
+    assert run.parse_sets(["n_samples=10", "tests=[weat1, weat2]", "model=minilm"]) == {
+        "n_samples": 10, "tests": ["weat1", "weat2"], "model": "minilm"}
+    with pytest.raises(config.ParamsError, match="expected name=value"):
+        run.parse_sets(["oops"])
+
+
+def test_unknown_stage_and_unknown_override_fail_before_any_kernel(project):
+    with pytest.raises(stages.StageError, match="no stage 'nope'"):
+        run.execute("nope")
+    (project / "notebooks" / "ragfair").mkdir(parents=True)
+    (project / "notebooks" / "ragfair" / "01_seat_audit.py").write_text(
+        (REPO / "notebooks" / "ragfair" / "01_seat_audit.py").read_text())
+    with pytest.raises(config.ParamsError, match=r"parameters \['n_sample'\] are not in its parameters cell"):
+        run.execute("ragfair_seat", {"n_sample": 3})
+    assert not (project / "reports").exists()
+
+
+def test_invalid_params_fail_before_any_kernel(project):
+    (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("seed: 42", "seed: forty"))
+    assert run.main(["ragfair_seat"]) == 1
+    assert not (project / "reports").exists()
