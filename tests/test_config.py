@@ -71,3 +71,20 @@ def test_notebook_params_revalidates_injected_values(project):
     assert p.ragfair.seat.n_samples == 500 and p.common.seed == 7
     with pytest.raises(ParamsError, match="ragfair.seat.n_samples"):
         config.notebook_params({"n_samples": "abc"}, stage="ragfair_seat")
+
+
+def test_apply_overrides_merges_keeps_comments_and_validates(tmp_path):
+    from conftest import REPO
+
+    target = tmp_path / "params.yaml"
+    target.write_text((REPO / "params.yaml").read_text())
+    config.apply_overrides(REPO / "configs" / "paper-scale.yaml", target)
+    p = load_params(target)
+    assert p.common.device == "cuda" and p.models.allow_downloads is True and p.common.seed == 42
+    assert "# Every knob of the pipeline" in target.read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("ragfair:\n  seat:\n    n_samples: many\n")
+    before = target.read_text()
+    with pytest.raises(ParamsError, match="ragfair.seat.n_samples"):
+        config.apply_overrides(bad, target)
+    assert target.read_text() == before

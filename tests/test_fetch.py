@@ -84,7 +84,8 @@ def file_server(tmp_path):
     srv.shutdown()
 
 
-def test_download_from_official_location(file_server, tmp_path, no_network):
+def test_download_from_official_location(file_server, tmp_path, no_network, monkeypatch):
+    monkeypatch.delenv("BIASLAB_DATA_MIRROR", raising=False)  # no mirror: fetch goes to the (loopback) source
     root, url = file_server
     man = manifest_for(root, "grep_biasir", url)
     rows, counts = fetch(["grep_biasir"], tmp_path / "raw", mirror=None, manifest=man, progress=False)

@@ -3,7 +3,7 @@
     biaslab run STAGE [--set name=value ...]   execute one notebook stage (as DVC does)
     biaslab fetch [DATASET ...]                put data sets under data/raw (mirror: BIASLAB_DATA_MIRROR)
     biaslab models [--check NAME ...]          list registered models and where they resolve
-    biaslab params                             validate params.yaml
+    biaslab params [--apply FILE]              validate params.yaml (merge e.g. configs/paper-scale.yaml)
     biaslab seat [--model M] [--tests T ...]   run the SEAT audit on a model and print the table
 """
 
@@ -49,8 +49,10 @@ def _cmd_models(args) -> int:
 
 
 def _cmd_params(args) -> int:
-    from .config import load_params
+    from .config import apply_overrides, load_params
 
+    if args.apply:
+        print(f"merged {args.apply} into {apply_overrides(args.apply)}")
     load_params()
     print("params.yaml is valid")
     return 0
@@ -84,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("models", help="list models / check that some are available")
     m.add_argument("--check", nargs="+", metavar="NAME")
     m.set_defaults(fn=_cmd_models)
-    sub.add_parser("params", help="validate params.yaml").set_defaults(fn=_cmd_params)
+    pp = sub.add_parser("params", help="validate params.yaml (and optionally merge an override file into it)")
+    pp.add_argument("--apply", metavar="FILE", help="e.g. configs/paper-scale.yaml")
+    pp.set_defaults(fn=_cmd_params)
     s = sub.add_parser("seat", help="SEAT audit of an encoder")
     s.add_argument("--model")
     s.add_argument("--tests", nargs="+")

@@ -163,6 +163,38 @@ def load_params(path: str | os.PathLike | None = None) -> Params:
     return validate(read_yaml(path), str(path))
 
 
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def apply_overrides(overrides_file: str | os.PathLike, params_file: str | os.PathLike | None = None) -> Path:
+    """Merge the keys of ``overrides_file`` into params.yaml (comments kept), after validating the result.
+
+    Used to switch to the documented paper-scale configuration: ``biaslab params --apply
+    configs/paper-scale.yaml``. Nothing is written when the merged parameters are invalid."""
+    from ruamel.yaml import YAML
+
+    from .io import atomic_open
+    from .paths import repo_root
+
+    target = Path(params_file) if params_file else repo_root() / "params.yaml"
+    override = read_yaml(overrides_file)
+    merged = read_yaml(target)
+    _merge(merged, override)
+    validate(merged, f"{target} merged with {overrides_file}")
+    rt = YAML()
+    rt.preserve_quotes = True
+    doc = rt.load(target.read_text(encoding="utf-8"))
+    _merge(doc, override)
+    with atomic_open(target) as fh:
+        rt.dump(doc, fh)
+    return target
+
+
 def leaf_names(params: Params, keys: list[str]) -> dict[str, str]:
     """Map notebook variable names to the dotted keys they carry.
 
