@@ -10,9 +10,10 @@ from biaslab import config, run, stages
 from conftest import REPO
 
 STAGES = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
+MEMBERS = [m for s in STAGES for m in stages.stage_members(s, REPO)]
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", MEMBERS)
 def test_stage_declares_notebook_output_and_valid_params(stage):
     nb_path = stages.stage_notebook(stage, REPO)
     assert nb_path.is_file(), nb_path
@@ -26,6 +27,8 @@ def test_stage_declares_notebook_output_and_valid_params(stage):
     ns: dict = {}
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     exec(cell.source, ns)
+    if "@" in stage and stage.split("@")[1] != ns.get("corpus", ns.get("member")):
+        return  # a foreach notebook's defaults describe its default member only
     for name, value in flat.items():
         assert ns[name] == value, f"{stage}: notebook default {name}={ns[name]!r} but params.yaml has {value!r}"
 
@@ -33,8 +36,18 @@ def test_stage_declares_notebook_output_and_valid_params(stage):
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_cmd_runs_the_runner(stage):
     spec = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"][stage]
-    spec = spec.get("do", spec)
-    assert spec["cmd"].startswith(f"python -m biaslab.run {stage}")
+    expected = f"python -m biaslab.run {stage}" + ("@${" if "foreach" in spec else "")
+    assert spec.get("do", spec)["cmd"].startswith(expected)
+
+
+def test_foreach_members_resolve_templates():
+    spec = stages.stage_spec("intersect_reference@western", REPO)
+    assert "data/raw/sbic" in spec["deps"] and "reports/intersect/01_reference_western.ipynb" in str(spec["outs"])
+    assert stages.stage_params("intersect_paragraphs@indic", REPO)[-1] == "intersect.paragraphs.corpora.indic"
+    with pytest.raises(stages.StageError, match="no member 'klingon'"):
+        stages.stage_spec("intersect_paragraphs@klingon", REPO)
+    with pytest.raises(stages.StageError, match="runs per member"):
+        stages.stage_spec("intersect_paragraphs", REPO)
 
 
 def test_parameter_names_and_missing_cell():

@@ -100,6 +100,49 @@ class Ragfair(_Section):
     seat: SeatAudit = Field(default_factory=SeatAudit)
 
 
+# -------------------------------------------------------------------------------------- intersect
+Corpus = Literal["indic", "western"]
+
+
+class IntersectReference(_Section):
+    """§3.1.1: INDI-REFERENCE and SBIC-REFERENCE."""
+
+    indi_n_unbiased: int = Field(140, ge=0)
+    sbic_n_unbiased: int = Field(1700, ge=0)
+    # offline only: unbiased SBIC stand-ins must also have mean offensiveness below this
+    sbic_unbiased_max_offensive: float = Field(0.5, gt=0, le=1)
+    # Table 3 per-label counts of biased SBIC posts (capped by what the dev + test aggregates hold)
+    sbic_caps: dict[str, int] = Field(default_factory=lambda: {
+        "race": 1540, "gender": 1540, "social": 901, "culture": 800, "victim": 800, "disabled": 800, "body": 591})
+
+
+class CorpusParagraphs(_Section):
+    n_biased: int = Field(gt=0)
+    n_unbiased: int = Field(ge=0)
+    categories: list[str]  # intersectional categories (Table 4), axes joined by "+"
+
+
+class IntersectParagraphs(_Section):
+    """§3.1.2: paragraph synthesis; sizes per corpus (paper: 2,800 + 900 Indic, 2,722 + 982 Western)."""
+
+    pool_size: int = Field(8, gt=0)  # unbiased candidates per axis for coherence-based sampling
+    corpora: dict[Corpus, CorpusParagraphs]
+
+
+class IntersectSplits(_Section):
+    """§3.3 and Table 7: seen-category subsets C1–C3 per corpus."""
+
+    seen_train: float = Field(0.8, gt=0, lt=1)
+    unbiased_train: float = Field(0.7, gt=0, lt=1)
+    subsets: dict[Corpus, dict[str, list[str]]]
+
+
+class Intersect(_Section):
+    reference: IntersectReference = Field(default_factory=IntersectReference)
+    paragraphs: IntersectParagraphs
+    splits: IntersectSplits
+
+
 # --------------------------------------------------------------------------------------- top level
 class Params(_Section):
     common: Common = Field(default_factory=Common)
@@ -107,6 +150,7 @@ class Params(_Section):
     models: Models = Field(default_factory=Models)
     llm: LLM = Field(default_factory=LLM)
     ragfair: Ragfair = Field(default_factory=Ragfair)
+    intersect: Intersect | None = None
 
     def get(self, dotted: str) -> Any:
         """The value at a dotted key (``ragfair.seat.n_samples``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,47 @@ def load_dvc_yaml(root: Path | None = None) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
+def _substitute(obj: Any, member: str, item: Any) -> Any:
+    """Resolve ``${key}``, ``${item}`` and ``${item.field}`` of a foreach member."""
+    if isinstance(obj, str):
+        if isinstance(item, dict):
+            obj = re.sub(r"\$\{item\.(\w+)\}", lambda m: str(item[m.group(1)]), obj)
+        return obj.replace("${key}", member).replace("${item}", str(item))
+    if isinstance(obj, list):
+        return [_substitute(o, member, item) for o in obj]
+    if isinstance(obj, dict):
+        return {_substitute(k, member, item): _substitute(v, member, item) for k, v in obj.items()}
+    return obj
+
+
+def stage_members(stage: str, root: Path | None = None) -> list[str]:
+    """``[stage]`` for a plain stage, ``[stage@m1, stage@m2, ...]`` for a foreach stage."""
+    spec = load_dvc_yaml(root).get("stages", {}).get(stage)
+    if spec is None:
+        raise StageError(f"dvc.yaml has no stage {stage!r}")
+    if "foreach" not in spec:
+        return [stage]
+    members = spec["foreach"]
+    return [f"{stage}@{m}" for m in (members if isinstance(members, dict) else map(str, members))]
+
+
 def stage_spec(stage: str, root: Path | None = None) -> dict[str, Any]:
-    """The stage's body (for foreach/matrix stages, the ``do`` template); ``name@member`` is accepted."""
-    name = stage.split("@", 1)[0]
+    """The stage's body; for a foreach stage (``name@member``) its ``do`` template with ``${key}``,
+    ``${item}`` and ``${item.field}`` resolved for that member (foreach over a list or a dict literal)."""
+    name, _, member = stage.partition("@")
     stages = load_dvc_yaml(root).get("stages", {})
     if name not in stages:
         raise StageError(f"dvc.yaml has no stage {name!r}; stages are: {', '.join(stages) or '(none)'}")
     spec = stages[name]
-    return spec.get("do", spec)
+    if "do" in spec:
+        if not member:
+            raise StageError(f"stage {name!r} runs per member: name one, e.g. {name}@{spec['foreach'][0]}")
+        members = spec["foreach"]
+        items = members if isinstance(members, dict) else {str(m): m for m in members}
+        if member not in items:
+            raise StageError(f"stage {name!r} has no member {member!r} (members: {list(items)})")
+        return _substitute(spec["do"], member, items[member])
+    return spec
 
 
 def stage_params(stage: str, root: Path | None = None) -> list[str]:

@@ -57,7 +57,8 @@ class RuleBased(LLM):
     uses_inputs = True
 
     def __init__(self, rules: Mapping[str, Rule] | None = None):
-        self.rules = dict(RULES if rules is None else rules)
+        # the global registry by default (not a copy): rules registered later by paper modules are seen
+        self.rules = RULES if rules is None else dict(rules)
 
     def _generate(self, messages, params, task, inputs):
         if task is None or task not in self.rules:

@@ -1,0 +1,92 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # intersect — reference corpora (paper §3.1.1, App. A.1)
+#
+# Builds INDI-REFERENCE (from the 561 public IndiBias pairs) or SBIC-REFERENCE (from the SBIC dev + test
+# aggregates; the train split is not obtainable here) for one corpus (`corpus` = `indic` | `western`).
+# Biased sentences: one distilled per IndiBias pair with the Fig. 11 prompt / SBIC posts sampled per
+# `targetCategory` up to the Table 3 counts. Unbiased sentences: rewrites with the Fig. 12 prompt, labelled
+# `unbiased` with the original label kept as `bias_context`. All generation goes through the LLM layer and its
+# cache; with the offline `rules` backend the texts are real data — see the module docstring of
+# `biaslab.intersect.reference` for exactly what is used.
+
+# %%
+from biaslab import config, models
+from biaslab.data import indibias, sbic
+from biaslab.embed import Encoder
+from biaslab.intersect import reference
+from biaslab.io import write_csv, write_parquet
+from biaslab.llm import from_params, gen_params
+from biaslab.paths import repo_root, resolve
+from biaslab.runtime import seed_everything
+
+# %% tags=["parameters"]
+corpus = "indic"
+seed = 42
+device = "auto"
+batch_size = 64
+raw_dir = "data/raw"
+encoder = "minilm"
+backend = "rules"
+model = "smollm2-135m-instruct"
+max_new_tokens = 256
+temperature = 0.0
+top_p = 1.0
+cache = True
+openai = {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
+          "timeout": 60.0, "max_retries": 2}
+indi_n_unbiased = 140
+sbic_n_unbiased = 1700
+sbic_unbiased_max_offensive = 0.5
+sbic_caps = {"race": 1540, "gender": 1540, "social": 901, "culture": 800, "victim": 800, "disabled": 800,
+             "body": 591}
+
+# %%
+assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"
+P = config.notebook_params(globals(), stage=f"intersect_reference@{corpus}")
+R = P.intersect.reference
+ROOT = repo_root()
+RAW = resolve(P.data.raw_dir, ROOT)
+OUT = ROOT / "data/processed/intersect" / corpus
+models.preflight([P.models.encoder] + ([P.llm.model] if P.llm.backend == "transformers" else []))
+seed_everything(P.common.seed)
+llm = from_params(P.llm, device=P.common.device)
+gen = gen_params(P.llm, P.common.seed)
+print(f"LLM backend: {llm.backend} ({llm.model})")
+
+# %%
+if corpus == "indic":
+    ref = reference.build_indi_reference(indibias.load(RAW), llm, gen, n_unbiased=R.indi_n_unbiased,
+                                         seed=P.common.seed)
+    paper = reference.PAPER_INDI
+else:
+    import pandas as pd
+
+    posts = pd.concat([sbic.load(s, RAW).assign(split=s, row=lambda d: range(len(d))) for s in ("dev", "test")],
+                      ignore_index=True)
+    enc = Encoder(P.models.encoder, device=P.common.device, batch_size=P.common.batch_size)
+    ref = reference.build_sbic_reference(posts, llm, gen, caps=R.sbic_caps, n_unbiased=R.sbic_n_unbiased,
+                                         seed=P.common.seed, encoder=enc,
+                                         max_offensive=R.sbic_unbiased_max_offensive)
+    paper = reference.PAPER_SBIC
+write_parquet(OUT / "reference.parquet", ref, index=False)
+ref.sample(8, random_state=0)
+
+# %% [markdown]
+# Label distribution beside the paper's table (Table 2 for INDI-REFERENCE, Table 3 for SBIC-REFERENCE):
+
+# %%
+labels = reference.label_table(ref, paper)
+write_csv(ROOT / f"reports/intersect/reference/{corpus}_labels.csv", labels)
+labels
