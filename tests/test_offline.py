@@ -2,7 +2,6 @@
 the rule-based LLM, fetch from a mirror and a SEAT audit. (The local SmolLM2 backend is exercised under the
 same guard in test_llm.py, the whole DVC pipeline under a process-wide guard in test_integration.py.)"""
 
-import fixtures
 from biaslab import models
 from biaslab.data import seat as seat_data
 from biaslab.data.fetch import fetch
@@ -10,6 +9,8 @@ from biaslab.embed import Encoder
 from biaslab.llm import make
 from biaslab.ragfair.seat_audit import run_seat_tests
 from test_fetch import manifest_for
+
+import fixtures
 
 
 def test_offline_paths_never_touch_the_network(no_network, tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from biaslab import config, run, stages
+
 from conftest import REPO
 
 STAGES = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])

@@ -5,6 +5,7 @@
     biaslab models [--check NAME ...]          list registered models and where they resolve
     biaslab params [--apply FILE]              validate params.yaml (merge e.g. configs/paper-scale.yaml)
     biaslab seat [--model M] [--tests T ...]   run the SEAT audit on a model and print the table
+    biaslab detect TEXT ... [--model DIR]      intersectional bias labels + top-k evidence (intersect §5)
 """
 
 from __future__ import annotations
@@ -73,6 +74,45 @@ def _cmd_seat(args) -> int:
     return 0
 
 
+def _cmd_detect(args) -> int:
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .config import load_params
+    from .embed import Encoder
+    from .intersect.detect import Detector
+    from .paths import repo_root
+
+    p = load_params()
+    texts = list(args.texts)
+    if args.file:
+        texts += [t for t in Path(args.file).read_text(encoding="utf-8").splitlines() if t.strip()]
+    if not texts:
+        raise SystemExit("biaslab detect: give text(s) or --file")
+    ref_path = Path(args.reference)
+    if not ref_path.suffix:
+        ref_path = repo_root() / "data/processed/intersect" / args.reference / "reference.parquet"
+    if not ref_path.is_file():
+        raise SystemExit(f"biaslab detect: reference corpus {ref_path} not found; build it with "
+                         f"`dvc repro intersect_reference@{args.reference}` or pass a .parquet with text,label")
+    E = p.intersect.evaluate if p.intersect else None
+    agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted} if E else {}
+    det = Detector(Encoder(args.model, device=p.common.device), pd.read_parquet(ref_path))
+    results = det.detect(texts, k=args.k or (E.k if E else 15), **agg)
+    if args.json:
+        print(json.dumps([{"text": t, "labels": r.labels, "evidence": [
+            {"sentence": s, "label": lab, "similarity": round(v, 4)} for s, lab, v in r.evidence]}
+            for t, r in zip(texts, results, strict=True)], indent=1, ensure_ascii=False))
+        return 0
+    for t, r in zip(texts, results, strict=True):
+        print(f"\n{t[:100]}{'…' if len(t) > 100 else ''}\n  predicted: {', '.join(r.labels)}")
+        for s, lab, v in r.evidence[: args.show]:
+            print(f"  {v:6.3f}  [{lab}] {s[:90]}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="biaslab", description="biaslab: bias in text encoders and retrievers")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -93,6 +133,16 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--model")
     s.add_argument("--tests", nargs="+")
     s.set_defaults(fn=_cmd_seat)
+    d = sub.add_parser("detect", help="predict bias labels of text(s) with a trained retriever (intersect §5)")
+    d.add_argument("texts", nargs="*", help="paragraphs to classify")
+    d.add_argument("--file", help="a text file, one paragraph per line")
+    d.add_argument("--model", default="data/models/intersect/indic-srk4-C1",
+                   help="trained retriever folder or a registered model name")
+    d.add_argument("--reference", default="indic", help="indic | western | a .parquet with text,label columns")
+    d.add_argument("--k", type=int, help="retrieved sentences (default: intersect.evaluate.k)")
+    d.add_argument("--show", type=int, default=5, help="evidence sentences to print per text")
+    d.add_argument("--json", action="store_true", help="machine-readable output with all evidence")
+    d.set_defaults(fn=_cmd_detect)
     args = ap.parse_args(argv)
     from .config import ParamsError
     from .data import DataError

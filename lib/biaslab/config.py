@@ -137,10 +137,80 @@ class IntersectSplits(_Section):
     subsets: dict[Corpus, dict[str, list[str]]]
 
 
+class IntersectTriplets(_Section):
+    """§3.4–3.5 and App. A.4: triplet mining."""
+
+    mining_model: str = "minilm"
+    k: int = Field(4, gt=0)  # SR-k4
+    k_large: int = Field(10, gt=0)  # SR-k10
+    unbiased_negative_share: float = Field(0.2, ge=0, le=1)  # SR-k4-UN
+    llm_per_strategy: int = Field(500, ge=0)  # paper: ~20,000 LLM triplets over four strategies
+
+
+RUN_ID = r"^(indic|western)-(srk4|srk10|srk4un|srk4llm)-(C[0-9]+)$"
+
+
+class IntersectTrain(_Section):
+    """§4.2, Alg. 1: one retriever per (corpus, strategy, subset) listed in ``runs``."""
+
+    base_model: str = "minilm"  # paper: msmarco-roberta-base-v2 (App. A.7: MiniLM ablation)
+    epochs: int = Field(1, gt=0)  # authors' README: 10
+    batch_size: int = Field(32, gt=1)
+    learning_rate: float = Field(2e-5, gt=0)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    scale: float = Field(20.0, gt=0)  # MNRL similarity scale (1 / temperature)
+    max_seq_length: int = Field(128, gt=8)
+    max_triplets: int | None = Field(384, gt=0)  # per run, sampled; null = every training triplet
+    runs: list[str]
+
+    @field_validator("runs")
+    @classmethod
+    def _runs(cls, v: list[str]) -> list[str]:
+        import re
+
+        bad = [r for r in v if not re.match(RUN_ID, r)]
+        if bad:
+            raise ValueError(f"run ids must look like indic-srk4-C1 (corpus-strategy-subset), got {bad}")
+        return v
+
+
+class IntersectBaselines(_Section):
+    """§4.3 and App. A: multi-label classifiers (BCE, soft Hamming) and zero-shot LLM classification."""
+
+    backbone: str = "minilm"  # paper: bert-base-uncased (BCE) / ModernBERT-base (soft Hamming)
+    subsets: list[str] = Field(default_factory=lambda: ["C1", "C2", "C3"])
+    epochs: int = Field(3, gt=0)
+    batch_size: int = Field(16, gt=0)
+    learning_rate: float = Field(2e-5, gt=0)
+    max_length: int = Field(128, gt=8)
+    soft_hamming_backbone: str = "minilm"  # paper: ModernBERT-base
+    soft_hamming_tau: float = Field(0.7, gt=0)
+    soft_hamming_max_epochs: int = Field(6, gt=0)  # paper: 20 with early stopping
+    soft_hamming_patience: int = Field(3, gt=0)
+    soft_hamming_subsets: list[str] = Field(default_factory=lambda: ["C1"])
+    zero_shot_backend: Literal["none", "transformers", "openai"] = "transformers"
+    zero_shot_max_paragraphs: int = Field(40, ge=0)  # per corpus, sampled from the held-out paragraphs
+
+
+class IntersectEvaluate(_Section):
+    """§5 and App. A.5: detection by top-k retrieval and label aggregation."""
+
+    k: int = Field(15, gt=0)
+    k_sweep: list[int] = Field(default_factory=lambda: [1, 2, 3, 5, 10, 15, 20, 25, 30])
+    aggregation: Literal["share", "top"] = "share"
+    threshold: float = Field(0.2, gt=0, le=1)
+    top_m: int = Field(2, gt=0)
+    weighted: bool = False
+
+
 class Intersect(_Section):
     reference: IntersectReference = Field(default_factory=IntersectReference)
     paragraphs: IntersectParagraphs
     splits: IntersectSplits
+    triplets: IntersectTriplets = Field(default_factory=IntersectTriplets)
+    train: IntersectTrain
+    baselines: IntersectBaselines = Field(default_factory=IntersectBaselines)
+    evaluate: IntersectEvaluate = Field(default_factory=IntersectEvaluate)
 
 
 # --------------------------------------------------------------------------------------- top level

@@ -33,6 +33,22 @@ def _substitute(obj: Any, member: str, item: Any) -> Any:
     return obj
 
 
+def _foreach(spec: dict[str, Any], root: Path | None) -> Any:
+    """The foreach collection; ``${a.b}`` is looked up in params.yaml, as DVC does."""
+    members = spec["foreach"]
+    if isinstance(members, str):
+        m = re.fullmatch(r"\$\{\s*([\w.-]+)\s*\}", members)
+        if not m:
+            raise StageError(f"unsupported foreach expression {members!r}")
+        node: Any = yaml.safe_load(((root or repo_root()) / "params.yaml").read_text(encoding="utf-8"))
+        for part in m.group(1).split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise StageError(f"foreach {members}: params.yaml has no key {m.group(1)!r}")
+            node = node[part]
+        members = node
+    return members
+
+
 def stage_members(stage: str, root: Path | None = None) -> list[str]:
     """``[stage]`` for a plain stage, ``[stage@m1, stage@m2, ...]`` for a foreach stage."""
     spec = load_dvc_yaml(root).get("stages", {}).get(stage)
@@ -40,7 +56,7 @@ def stage_members(stage: str, root: Path | None = None) -> list[str]:
         raise StageError(f"dvc.yaml has no stage {stage!r}")
     if "foreach" not in spec:
         return [stage]
-    members = spec["foreach"]
+    members = _foreach(spec, root)
     return [f"{stage}@{m}" for m in (members if isinstance(members, dict) else map(str, members))]
 
 
@@ -54,8 +70,9 @@ def stage_spec(stage: str, root: Path | None = None) -> dict[str, Any]:
     spec = stages[name]
     if "do" in spec:
         if not member:
-            raise StageError(f"stage {name!r} runs per member: name one, e.g. {name}@{spec['foreach'][0]}")
-        members = spec["foreach"]
+            first = next(iter(_foreach(spec, root)))
+            raise StageError(f"stage {name!r} runs per member: name one, e.g. {name}@{first}")
+        members = _foreach(spec, root)
         items = members if isinstance(members, dict) else {str(m): m for m in members}
         if member not in items:
             raise StageError(f"stage {name!r} has no member {member!r} (members: {list(items)})")

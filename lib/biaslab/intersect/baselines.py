@@ -1,0 +1,157 @@
+"""Baselines of intersect §4.3 and App. A.
+
+* Multi-label classifier ("BERT-MultiLabel"): a transformer encoder with a linear head over the corpus's label
+  set (its axes + ``unbiased``), trained on D_train,Ci paragraphs with binary cross-entropy (``loss="bce"``) or
+  the soft Hamming loss with τ = 0.7 (``loss="soft_hamming"``, App. A: AdamW 2e-5, ≤ 20 epochs, early stopping
+  with patience 3 on a validation split of the training paragraphs). Backbone: MiniLM by default,
+  bert-base-uncased / ModernBERT-base at paper scale. Prediction: labels with probability ≥ 0.5, ``unbiased``
+  exclusive when it is the most probable, the most probable label when none passes. It cannot transfer across
+  corpora (different label spaces), as the paper notes.
+* Zero-shot LLM classification with the Fig. 21 prompt, parsed back to a label set (:func:`parse_llm_labels`).
+* The frozen base retriever is evaluated by :mod:`biaslab.intersect.evaluate` like the trained ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..losses import soft_hamming_loss
+from ..runtime import seed_everything, select_device
+from . import prompts
+
+
+def label_space(paragraphs: pd.DataFrame) -> list[str]:
+    return sorted({lab for labs in paragraphs["labels"] for lab in labs})
+
+
+def to_multi_hot(label_sets: Sequence[Sequence[str]], space: Sequence[str]) -> np.ndarray:
+    index = {lab: i for i, lab in enumerate(space)}
+    out = np.zeros((len(label_sets), len(space)), np.float32)
+    for r, labs in enumerate(label_sets):
+        for lab in labs:
+            if lab in index:
+                out[r, index[lab]] = 1.0
+    return out
+
+
+def decode(probs: np.ndarray, space: Sequence[str], threshold: float = 0.5) -> list[list[str]]:
+    """Probabilities -> label sets (``unbiased`` exclusive when most probable; never empty)."""
+    out = []
+    for row in probs:
+        best = int(np.argmax(row))
+        if space[best] == "unbiased":
+            out.append(["unbiased"])
+            continue
+        chosen = [space[i] for i in np.flatnonzero(row >= threshold) if space[i] != "unbiased"]
+        out.append(sorted(chosen or [space[best]]))
+    return out
+
+
+class MultiLabelClassifier:
+    """Fine-tune ``AutoModelForSequenceClassification`` (multi-label) with the HF ``Trainer``."""
+
+    def __init__(self, backbone: str, space: Sequence[str], *, loss: str = "bce", tau: float = 0.7,
+                 device: str = "auto", max_length: int = 256):
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from ..models import resolve
+
+        if loss not in ("bce", "soft_hamming"):
+            raise ValueError(f"unknown classifier loss {loss!r}: use bce or soft_hamming")
+        folder = resolve(backbone)
+        self.space, self.loss, self.tau, self.max_length = list(space), loss, tau, max_length
+        self.device = select_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModelForSequenceClassification.from_pretrained(
+            folder, num_labels=len(space), problem_type="multi_label_classification")
+        self.model.to(self.device)
+
+    def _dataset(self, texts, labels=None):
+        from datasets import Dataset
+
+        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
+        data = dict(enc)
+        if labels is not None:
+            data["labels"] = to_multi_hot(labels, self.space).tolist()
+        return Dataset.from_dict(data)
+
+    def fit(self, texts, labels, *, epochs: int = 3, batch_size: int = 16, learning_rate: float = 2e-5,
+            patience: int | None = None, val_fraction: float = 0.1, seed: int = 42) -> dict:
+        import tempfile
+
+        from transformers import DataCollatorWithPadding, EarlyStoppingCallback, Trainer, TrainingArguments
+
+        from ..runtime import progress_enabled
+
+        seed_everything(seed)
+        texts, labels = list(texts), list(labels)
+        tau, soft = self.tau, self.loss == "soft_hamming"
+
+        class _Trainer(Trainer):
+            def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+                if not soft:
+                    return super().compute_loss(model, inputs, return_outputs=return_outputs, **kwargs)
+                targets = inputs.pop("labels")
+                outputs = model(**inputs)
+                loss = soft_hamming_loss(outputs.logits, targets, tau)
+                return (loss, outputs) if return_outputs else loss
+
+        eval_ds, callbacks = None, []
+        if patience:
+            rng = np.random.default_rng(seed)
+            order = rng.permutation(len(texts))
+            n_val = max(1, int(round(val_fraction * len(texts))))
+            val, tr = order[:n_val], order[n_val:]
+            eval_ds = self._dataset([texts[i] for i in val], [labels[i] for i in val])
+            texts, labels = [texts[i] for i in tr], [labels[i] for i in tr]
+            callbacks = [EarlyStoppingCallback(early_stopping_patience=patience)]
+        with tempfile.TemporaryDirectory() as scratch:
+            args = TrainingArguments(
+                output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
+                learning_rate=learning_rate, seed=seed, data_seed=seed, report_to="none",
+                eval_strategy="epoch" if patience else "no", save_strategy="epoch" if patience else "no",
+                save_total_limit=1, load_best_model_at_end=bool(patience), metric_for_best_model="eval_loss",
+                greater_is_better=False, disable_tqdm=not progress_enabled(), use_cpu=self.device == "cpu",
+                logging_strategy="epoch", dataloader_num_workers=0,
+            )
+            trainer = _Trainer(model=self.model, args=args, train_dataset=self._dataset(texts, labels),
+                               eval_dataset=eval_ds, data_collator=DataCollatorWithPadding(self.tokenizer),
+                               callbacks=callbacks)
+            result = trainer.train()
+        return {"train_loss": float(result.training_loss), "epochs_run": float(trainer.state.epoch or 0)}
+
+    def predict_proba(self, texts, batch_size: int = 32) -> np.ndarray:
+        import torch
+
+        self.model.eval()
+        out = []
+        with torch.inference_mode():
+            for s in range(0, len(texts), batch_size):
+                enc = self.tokenizer(list(texts[s : s + batch_size]), truncation=True, max_length=self.max_length,
+                                     padding=True, return_tensors="pt").to(self.device)
+                out.append(torch.sigmoid(self.model(**enc).logits).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, len(self.space)), np.float32)
+
+    def predict(self, texts, threshold: float = 0.5) -> list[list[str]]:
+        return decode(self.predict_proba(list(texts)), self.space, threshold)
+
+
+def parse_llm_labels(answer: str, space: Sequence[str]) -> list[str]:
+    """Map a Fig. 21 answer ("gender, caste" / "unbiased" / free text) to labels of ``space``."""
+    text = answer.lower()
+    found = sorted({lab for lab in space if lab != "unbiased" and re.search(rf"\b{re.escape(lab)}\b", text)})
+    if found:
+        return found
+    return ["unbiased"]
+
+
+def zero_shot(llm, gen, texts: Sequence[str], categories: Sequence[str], space: Sequence[str]) -> list[list[str]]:
+    """Fig. 21 zero-shot classification through the LLM layer (needs a generative backend)."""
+    system = prompts.CLASSIFY_SYSTEM.format(categories=", ".join([*categories, "unbiased"]))
+    answers = llm.generate([prompts.CLASSIFY_USER.format(text=t) for t in texts], gen, system=system,
+                           task="intersect.zero_shot")
+    return [parse_llm_labels(a, space) for a in answers]

@@ -1,0 +1,89 @@
+"""Bias detection by retrieval (intersect §5.1) and the ``biaslab detect`` command.
+
+A paragraph is embedded, the top-k sentences of a reference corpus are retrieved (exact FAISS cosine), and
+their labels are aggregated into a predicted label set. The paper does not define the aggregation; ours
+(:func:`aggregate`, a parameter) is:
+
+* ``share`` (default): a label's share is its count among the k retrieved sentences (or, with ``weighted``,
+  its share of the summed similarities). If ``unbiased`` has the largest share, the prediction is
+  {"unbiased"} alone (it is exclusive); otherwise every biased label whose share reaches ``threshold``,
+  falling back to the most frequent biased label when none does.
+* ``top``: the ``top_m`` most frequent labels (``unbiased`` exclusive as above).
+
+Cross-domain detection queries the other corpus's reference set: the method is label-agnostic.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..index import DenseIndex
+
+
+def aggregate(labels: Sequence[str], sims: Sequence[float] | None = None, *, method: str = "share",
+              threshold: float = 0.2, top_m: int = 2, weighted: bool = False) -> list[str]:
+    """Predicted label set from the labels (and similarities) of the retrieved sentences, best first."""
+    if not len(labels):
+        return ["unbiased"]
+    weights = np.asarray(sims, float) if (weighted and sims is not None) else np.ones(len(labels))
+    weights = np.clip(weights, 1e-9, None)
+    share: Counter = Counter()
+    for lab, w in zip(labels, weights, strict=True):
+        share[lab] += w / weights.sum()
+    ranked = sorted(share, key=lambda lab: (-share[lab], lab))
+    if ranked[0] == "unbiased":
+        return ["unbiased"]
+    biased = [lab for lab in ranked if lab != "unbiased"]
+    if method == "share":
+        chosen = [lab for lab in biased if share[lab] >= threshold - 1e-12]
+        return sorted(chosen or biased[:1])
+    if method == "top":
+        return sorted(biased[:top_m])
+    raise ValueError(f"unknown aggregation {method!r}: use share or top")
+
+
+@dataclass
+class Detection:
+    labels: list[str]
+    evidence: list[tuple[str, str, float]]  # (sentence, label, cosine)
+
+
+class Detector:
+    """Retrieval-based detector: ``Detector(encoder, reference).detect(texts, k)``."""
+
+    def __init__(self, encoder, reference: pd.DataFrame):
+        self.encoder = encoder
+        self.reference = reference.reset_index(drop=True)
+        self.index = DenseIndex(encoder.encode(self.reference["text"].tolist()))
+
+    def retrieve(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.index.search(self.encoder.encode(list(texts)), k)
+
+    def detect(self, texts: Sequence[str], k: int = 15, **agg) -> list[Detection]:
+        sims, ids = self.retrieve(texts, k)
+        labels = self.reference["label"].to_numpy()
+        text = self.reference["text"].to_numpy()
+        return [Detection(aggregate(labels[row].tolist(), s.tolist(), **agg),
+                          [(str(text[i]), str(labels[i]), float(v)) for i, v in zip(row, s, strict=True)])
+                for row, s in zip(ids, sims, strict=True)]
+
+
+def predictions_over_k(labels_topk: np.ndarray, sims_topk: np.ndarray, ks: Sequence[int], **agg) -> dict:
+    """{k: [predicted label set per query]} from one top-max(k) retrieval."""
+    return {k: [aggregate(lab[:k].tolist(), s[:k].tolist(), **agg) for lab, s in zip(labels_topk, sims_topk,
+                                                                                     strict=True)]
+            for k in ks}
+
+
+def detect_texts(texts: Sequence[str], model, reference: pd.DataFrame, k: int = 15, **agg) -> list[Detection]:
+    """One call: ``model`` is a trained retriever folder, a registered name or an :class:`~biaslab.embed.Encoder`;
+    ``reference`` a frame with ``text`` and ``label``. Returns labels plus the top-k evidence per text."""
+    from ..embed import Encoder
+
+    enc = model if hasattr(model, "encode") and not isinstance(model, str) else Encoder(str(model))
+    return Detector(enc, reference).detect(texts, k=k, **agg)

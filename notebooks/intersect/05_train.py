@@ -1,0 +1,78 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # intersect — train one BiasRetriever (paper §4.2, Algorithm 1)
+#
+# One run = (corpus, triplet strategy, category subset C_i), named `corpus-strategy-Ci`. The run's training
+# triplets are those of its strategy whose anchor paragraph is in D_train,Ci (§3.5: "filtered to create
+# dedicated training sets"), optionally subsampled to `max_triplets`. The retriever is fine-tuned with
+# sentence-transformers' MultipleNegativesRankingLoss (in-batch negatives + the mined hard negative); batches never
+# repeat a text. Base model `base_model` (paper: msmarco-roberta-base-v2; MiniLM is the paper's App. A.7 ablation
+# and the CPU default).
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from biaslab import config, models
+from biaslab.io import write_json
+from biaslab.paths import repo_root
+from biaslab.plots import set_style
+from biaslab.train import train_mnrl
+
+# %% tags=["parameters"]
+run = "indic-srk4-C1"
+seed = 42
+device = "auto"
+base_model = "minilm"
+epochs = 1
+batch_size = 32
+learning_rate = 2.0e-5
+warmup_ratio = 0.1
+scale = 20.0
+max_seq_length = 128
+max_triplets = 384
+
+# %%
+P = config.notebook_params(globals(), stage=f"intersect_train@{run}")
+T = P.intersect.train
+corpus, strategy, subset = run.split("-")
+ROOT = repo_root()
+DATA = ROOT / "data/processed/intersect" / corpus
+models.preflight([T.base_model])
+set_style()
+
+# %%
+triplets = pd.read_parquet(DATA / "triplets.parquet")
+splits = pd.read_parquet(DATA / "splits.parquet")
+train_ids = set(splits.loc[(splits["subset"] == subset) & splits["train"], "paragraph_id"])
+held_out = set(splits.loc[(splits["subset"] == subset) & splits["test_all"], "paragraph_id"])
+pool = triplets[(triplets["strategy"] == strategy) & triplets["anchor_id"].isin(train_ids)]
+assert not set(pool["anchor_id"]) & held_out, "a test paragraph leaked into training"
+if T.max_triplets and len(pool) > T.max_triplets:
+    pool = pool.sample(T.max_triplets, random_state=P.common.seed)
+print(f"{run}: {len(pool)} training triplets from {pool['anchor_id'].nunique()} anchor paragraphs")
+
+# %%
+out, summary = train_mnrl(T.base_model, pool, ROOT / "data/models/intersect" / run, epochs=T.epochs,
+                          batch_size=T.batch_size, learning_rate=T.learning_rate, warmup_ratio=T.warmup_ratio,
+                          scale=T.scale, max_seq_length=T.max_seq_length, seed=P.common.seed,
+                          device=P.common.device, config={"run": run, "corpus": corpus, "strategy": strategy,
+                                                          "subset": subset})
+write_json(ROOT / f"reports/intersect/train/{run}.json",
+           {k: v for k, v in summary.items() if k != "runtime_s"} | {"run": run})
+fig, ax = plt.subplots(figsize=(5, 3))
+if summary["loss_curve"]:
+    ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")
+ax.set(xlabel="step", ylabel="MNRL loss", title=run)
+plt.show()

@@ -1,0 +1,128 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # intersect — baselines (paper §4.3, App. A, Fig. 21)
+#
+# * **BERT-MultiLabel**: a multi-label classifier (backbone `backbone`; paper: bert-base-uncased) trained on
+#   D_train,Ci with binary cross-entropy, one per subset in `subsets`.
+# * **Soft-Hamming classifier** (App. A): the same head trained with the differentiable Hamming loss
+#   (τ = `soft_hamming_tau`), early stopping with patience `soft_hamming_patience` on a 10 % validation split,
+#   at most `soft_hamming_max_epochs` epochs (paper: ModernBERT-base, 20 epochs).
+# * **Zero-shot LLM** with the Fig. 21 prompt on a sample of the held-out paragraphs (`zero_shot_max_paragraphs`
+#   per corpus, scored on each subset's test sets they belong to; the default local model is
+#   SmolLM2-135M-Instruct, far smaller than the paper's 7–8B instruct models).
+#
+# Classifiers are trained and tested within one corpus: their label spaces differ across corpora, so they
+# cannot be applied cross-domain (the paper's point). The frozen retriever baseline is evaluated in the next
+# stage with the trained retrievers.
+
+# %%
+import pandas as pd
+
+from biaslab import config, models
+from biaslab.intersect import baselines as bl
+from biaslab.intersect.evaluate import TEST_SETS
+from biaslab.intersect.paragraphs import canonical
+from biaslab.io import write_csv
+from biaslab.llm import GenParams, make
+from biaslab.metrics.detection import mean_scores
+from biaslab.paths import repo_root
+from biaslab.runtime import seed_everything
+
+# %% tags=["parameters"]
+seed = 42
+device = "auto"
+backbone = "minilm"
+subsets = ["C1", "C2", "C3"]
+epochs = 3
+batch_size = 16
+learning_rate = 2.0e-5
+max_length = 128
+soft_hamming_backbone = "minilm"
+soft_hamming_tau = 0.7
+soft_hamming_max_epochs = 6
+soft_hamming_patience = 3
+soft_hamming_subsets = ["C1"]
+zero_shot_backend = "transformers"
+zero_shot_max_paragraphs = 40
+
+# %%
+P = config.notebook_params(globals(), stage="intersect_baselines")
+B = P.intersect.baselines
+ROOT = repo_root()
+models.preflight([B.backbone, B.soft_hamming_backbone]
+                 + (["smollm2-135m-instruct"] if B.zero_shot_backend == "transformers" else []))
+seed_everything(P.common.seed)
+
+
+def scores(model: str, corpus: str, subset: str, sub: pd.DataFrame, preds: list[list[str]]) -> list[dict]:
+    rows = []
+    for col, name in TEST_SETS.items():
+        mask = sub[col].to_numpy()
+        trues = [list(t) for t, m in zip(sub["labels"], mask, strict=True) if m]
+        rows.append({"model": model, "train_corpus": corpus, "subset": subset, "test_corpus": corpus,
+                     "domain": "in-domain", "test_set": name,
+                     **mean_scores(trues, [p for p, m in zip(preds, mask, strict=True) if m])})
+    return rows
+
+
+# %%
+rows = []
+for corpus in ("indic", "western"):
+    paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
+    splits = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/splits.parquet")
+    space = bl.label_space(paragraphs)
+    runs = [(s, "bce", B.backbone) for s in B.subsets] + [(s, "soft_hamming", B.soft_hamming_backbone)
+                                                          for s in B.soft_hamming_subsets]
+    for subset, loss, backbone_name in runs:
+        sp = splits[splits["subset"] == subset].merge(paragraphs[["paragraph_id", "text", "labels"]],
+                                                      on="paragraph_id")
+        train, test = sp[sp["train"]], sp[sp["test_all"]].reset_index(drop=True)
+        clf = bl.MultiLabelClassifier(backbone_name, space, loss=loss, tau=B.soft_hamming_tau,
+                                      device=P.common.device, max_length=B.max_length)
+        soft = loss == "soft_hamming"
+        log = clf.fit(train["text"].tolist(), train["labels"].tolist(),
+                      epochs=B.soft_hamming_max_epochs if soft else B.epochs, batch_size=B.batch_size,
+                      learning_rate=B.learning_rate, patience=B.soft_hamming_patience if soft else None,
+                      seed=P.common.seed)
+        name = f"{'Soft-Hamming' if soft else 'BERT-MultiLabel'} ({backbone_name})"
+        rows += scores(name, corpus, subset, test, clf.predict(test["text"].tolist()))
+        print(f"{corpus} {subset} {name}: {log}")
+
+# %% [markdown]
+# Zero-shot classification with the Fig. 21 prompt (answers parsed back to labels; anything unparseable counts
+# as "unbiased"):
+
+# %%
+if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
+    llm = make(B.zero_shot_backend, model="smollm2-135m-instruct", device=P.common.device,
+               openai_params=P.llm.openai)
+    gen = GenParams(max_new_tokens=16, temperature=0.0, seed=P.common.seed)
+    for corpus in ("indic", "western"):
+        paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
+        splits = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/splits.parquet")
+        space = bl.label_space(paragraphs)
+        cats = sorted({canonical(c) for c in paragraphs["category"] if c != "unbiased"})
+        # one sample per corpus (answers cached), scored on each subset's test sets it falls in
+        pool = splits.loc[splits["subset"].isin(B.subsets) & splits["test_all"], "paragraph_id"].drop_duplicates()
+        picked = pool.sample(min(B.zero_shot_max_paragraphs, len(pool)), random_state=P.common.seed)
+        texts = paragraphs.set_index("paragraph_id").loc[picked, "text"].tolist()
+        answers = dict(zip(picked, bl.zero_shot(llm, gen, texts, cats, space), strict=True))
+        for subset in B.subsets:
+            sp = splits[(splits["subset"] == subset) & splits["paragraph_id"].isin(answers)].merge(
+                paragraphs[["paragraph_id", "labels"]], on="paragraph_id")
+            rows += scores(f"Zero-shot LLM ({llm.model})", corpus, subset, sp, [answers[i] for i in sp["paragraph_id"]])
+
+baselines = pd.DataFrame(rows)
+write_csv(ROOT / "reports/intersect/results/baselines_long.csv", baselines)
+baselines.groupby(["model", "train_corpus", "test_set"])["jaccard"].agg(["mean", "std", "count"]).round(3)

@@ -1,0 +1,113 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # intersect — detection results (paper §5, Figs. 2–5, App. A.5)
+#
+# Every trained BiasRetriever and the frozen base retriever ("S-BERT-Base") embed each held-out paragraph,
+# retrieve the top-k sentences of a reference corpus and aggregate their labels (`aggregation`, see
+# `biaslab.intersect.detect`). Scores: Jaccard and exact match on D_test,Ci (seen), D_test,N−Ci (unseen) and
+# D_test,N (all), mean ± std over the subsets C1–C3 that were trained; in-domain (same corpus) and cross-domain
+# (the other corpus's test sets and reference corpus). The k sweep covers App. A.5.
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from biaslab import config, models
+from biaslab.embed import Encoder
+from biaslab.intersect import evaluate as ev
+from biaslab.intersect.triplets import MODEL_NAMES
+from biaslab.io import write_csv, write_json
+from biaslab.paths import repo_root
+from biaslab.plots import save_figure, set_style
+
+# %% tags=["parameters"]
+device = "auto"
+batch_size = 64
+base_model = "minilm"
+runs = ["indic-srk4-C1", "indic-srk4-C2", "indic-srk4-C3", "western-srk4-C1", "western-srk4-C2", "western-srk4-C3"]
+k = 15
+k_sweep = [1, 2, 3, 5, 10, 15, 20, 25, 30]
+aggregation = "share"
+threshold = 0.2
+top_m = 2
+weighted = False
+
+# %%
+P = config.notebook_params(globals(), stage="intersect_evaluate")
+E, T = P.intersect.evaluate, P.intersect.train
+ROOT = repo_root()
+OUT = ROOT / "reports/intersect/results"
+models.preflight([T.base_model])
+set_style()
+corpora = {c: ev.CorpusData(*(pd.read_parquet(ROOT / f"data/processed/intersect/{c}/{f}.parquet")
+                              for f in ("paragraphs", "reference", "splits")))
+           for c in ("indic", "western")}
+agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
+ks = sorted(set(E.k_sweep) | {E.k})
+
+# %%
+frames = []
+for run in T.runs:
+    corpus, strategy, subset = run.split("-")
+    enc = Encoder(str(ROOT / "data/models/intersect" / run), device=P.common.device, batch_size=P.common.batch_size)
+    frames.append(ev.evaluate_detector(enc, model=f"BiasRetriever ({MODEL_NAMES[strategy]})", train_corpus=corpus,
+                                       subset=subset, corpora=corpora, ks=ks, **agg))
+base = Encoder(T.base_model, device=P.common.device, batch_size=P.common.batch_size)
+for corpus, subset in sorted({(r.split("-")[0], r.split("-")[2]) for r in T.runs}):
+    frames.append(ev.evaluate_detector(base, model=f"S-BERT-Base (frozen {T.base_model})", train_corpus=corpus,
+                                       subset=subset, corpora={corpus: corpora[corpus]}, ks=ks, **agg))
+results = pd.concat(frames, ignore_index=True)
+write_csv(OUT / "detection_long.csv", results)
+# classifier and zero-shot baselines do not retrieve: their scores join the table at every k
+baselines = pd.read_csv(OUT / "baselines_long.csv")
+baselines = baselines.merge(pd.DataFrame({"k": ks}), how="cross")
+results = pd.concat([results, baselines], ignore_index=True)
+summary = ev.summarise(results, E.k)
+write_csv(OUT / "summary.csv", summary)
+summary.round(3)
+
+# %%
+metrics = {"k": E.k, "aggregation": agg, "jaccard": ev.headline(summary)}
+write_json(OUT / "metrics.json", metrics)
+metrics
+
+# %% [markdown]
+# ## In-domain and cross-domain Jaccard (the paper's Figs. 2 and 3; error bars = std over C1–C3)
+
+# %%
+for domain, fname, paper_fig in (("in-domain", "fig2_in_domain.png", "Fig. 2"),
+                                 ("cross-domain", "fig3_cross_domain.png", "Fig. 3")):
+    d = results[(results["k"] == E.k) & (results["domain"] == domain)]
+    if d.empty:
+        continue
+    g = sns.catplot(data=d, x="test_set", y="jaccard", hue="model", col="test_corpus", kind="bar",
+                    errorbar="sd", order=["seen", "unseen", "all"], height=3.2, aspect=1.2)
+    g.set_axis_labels("test set", f"Jaccard @ k={E.k}")
+    g.figure.suptitle(f"Reproduces the paper's {paper_fig}: {domain} detection", y=1.04)
+    save_figure(g.figure, OUT / fname)
+    plt.show()
+
+# %% [markdown]
+# ## Retrieval depth (the paper's Figs. 4 and 5, App. A.5)
+
+# %%
+sweep = ev.sweep_frame(results[results["model"].str.contains("Retriever|S-BERT")])
+write_csv(OUT / "k_sweep.csv", sweep)
+g = sns.relplot(data=sweep, x="k", y="jaccard", hue="model", style="domain", col="test_corpus", kind="line",
+                marker="o", height=3.2, aspect=1.2)
+g.set_axis_labels("k (retrieved sentences)", "Jaccard on D_test,N")
+g.figure.suptitle("Reproduces the paper's Figs. 4/5: impact of retrieval depth", y=1.04)
+save_figure(g.figure, OUT / "fig4_5_k_sweep.png")
+plt.show()

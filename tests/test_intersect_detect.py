@@ -1,0 +1,94 @@
+"""intersect §5: label aggregation, Jaccard / exact match, the detector and the evaluation table."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslab.intersect import detect, evaluate
+from biaslab.metrics.detection import exact_match, jaccard, mean_scores
+
+
+def test_jaccard_and_exact_match_by_hand():
+    assert jaccard({"gender", "caste"}, {"gender"}) == 0.5
+    assert jaccard({"gender", "caste"}, {"gender", "age", "caste"}) == pytest.approx(2 / 3)
+    assert jaccard({"unbiased"}, {"unbiased"}) == 1.0 and jaccard(set(), set()) == 1.0
+    assert jaccard({"unbiased"}, {"gender"}) == 0.0
+    assert exact_match(["a", "b"], ["b", "a"]) == 1.0 and exact_match(["a"], ["a", "b"]) == 0.0
+    s = mean_scores([["a", "b"], ["u"]], [["a"], ["u"]])
+    assert s == {"jaccard": 0.75, "exact_match": 0.5, "n": 2}
+    with pytest.raises(ValueError):
+        mean_scores([["a"]], [])
+
+
+def test_share_aggregation():
+    labs = ["gender"] * 6 + ["caste"] * 5 + ["age"] * 2 + ["unbiased"] * 2
+    assert detect.aggregate(labs, threshold=0.2) == ["caste", "gender"]
+    assert detect.aggregate(labs, threshold=0.4) == ["gender"]
+    assert detect.aggregate(labs, threshold=0.9) == ["gender"]  # fallback: the most frequent biased label
+    assert detect.aggregate(["unbiased"] * 3 + ["gender"] * 2) == ["unbiased"]  # exclusive
+    assert detect.aggregate([]) == ["unbiased"]
+
+
+def test_weighted_and_top_aggregation():
+    labs = ["gender", "caste", "caste"]
+    assert detect.aggregate(labs, [0.9, 0.1, 0.1], weighted=True, threshold=0.5) == ["gender"]
+    assert detect.aggregate(labs, method="top", top_m=1) == ["caste"]
+    with pytest.raises(ValueError, match="unknown aggregation"):
+        detect.aggregate(labs, method="vote")
+
+
+class OneHot:
+    """Encoder stub: a text's vector is the one-hot of its first word."""
+
+    vocab = ["gender", "caste", "kind", "age"]
+
+    def encode(self, texts):
+        out = np.full((len(texts), 4), 1e-3, np.float32)
+        for i, t in enumerate(texts):
+            out[i, self.vocab.index(t.split()[0])] = 1.0
+        return out
+
+
+def reference():
+    return pd.DataFrame({"text": ["gender a", "gender b", "caste a", "kind a", "age a"],
+                         "label": ["gender", "gender", "caste", "unbiased", "age"]})
+
+
+def test_detector_returns_labels_and_evidence():
+    det = detect.Detector(OneHot(), reference())
+    [d] = det.detect(["gender story"], k=2)
+    assert d.labels == ["gender"]
+    assert [e[1] for e in d.evidence] == ["gender", "gender"] and d.evidence[0][2] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_evaluate_detector_rows():
+    paragraphs = pd.DataFrame({"paragraph_id": ["p1", "p2", "p3"], "text": ["gender x", "caste y", "kind z"],
+                               "labels": [["gender"], ["caste", "gender"], ["unbiased"]]})
+    splits = pd.DataFrame({"subset": "C1", "paragraph_id": ["p1", "p2", "p3"], "train": False,
+                           "test_seen": [True, False, True], "test_unseen": [False, True, True],
+                           "test_all": True})
+    data = {"indic": evaluate.CorpusData(paragraphs, reference(), splits)}
+    res = evaluate.evaluate_detector(OneHot(), model="m", train_corpus="indic", subset="C1", corpora=data, ks=[1])
+    r = res.set_index("test_set")
+    assert r.loc["seen", "jaccard"] == 1.0  # p1 -> gender, p3 -> unbiased
+    assert r.loc["unseen", "jaccard"] == pytest.approx((0.5 + 1.0) / 2)  # p2 predicted {caste}
+    assert set(res["domain"]) == {"in-domain"}
+    summary = evaluate.summarise(res, 1)
+    assert summary["subsets"].tolist() == [1, 1, 1]
+    assert evaluate.headline(summary)["indic->indic"]["m"]["seen"] == 1.0
+
+
+def test_detect_cli_and_function(tmp_path, capsys):
+    import json
+
+    from biaslab import cli
+
+    ref = pd.DataFrame({"text": ["Women are bad drivers.", "Old people cannot use phones.", "The park is lovely."],
+                        "label": ["gender", "age", "unbiased"]})
+    ref.to_parquet(tmp_path / "ref.parquet")
+    assert cli.main(["detect", "--model", "minilm", "--reference", str(tmp_path / "ref.parquet"), "--k", "1",
+                     "--json", "She said women should never drive."]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["labels"] == ["gender"] and out[0]["evidence"][0]["label"] == "gender"
+    [d] = detect.detect_texts(["Grandpa cannot text."], "minilm", ref, k=1)
+    assert d.labels == ["age"]

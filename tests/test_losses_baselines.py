@@ -1,0 +1,52 @@
+"""Soft Hamming loss against a direct computation; classifier label decoding; Fig. 21 answer parsing."""
+
+import numpy as np
+import pytest
+import torch
+
+from biaslab.intersect import baselines as bl
+from biaslab.losses import soft_hamming_loss
+
+
+def test_soft_hamming_matches_direct_computation():
+    z = torch.tensor([[2.0, -1.0, 0.0], [0.5, 0.5, -3.0]])
+    y = torch.tensor([[1, 0, 1], [0, 1, 0]])
+    p = 1 / (1 + np.exp(-z.numpy() / 0.7))
+    direct = np.mean(p * (1 - y.numpy()) + (1 - p) * y.numpy())
+    assert soft_hamming_loss(z, y, 0.7).item() == pytest.approx(direct, rel=1e-6)
+    # perfect, confident predictions drive it to 0; its gradient is finite
+    assert soft_hamming_loss(torch.tensor([[50.0, -50.0]]), torch.tensor([[1, 0]])).item() < 1e-6
+    z.requires_grad_(True)
+    soft_hamming_loss(z, y).backward()
+    assert torch.isfinite(z.grad).all()
+
+
+def test_multi_hot_and_decode():
+    space = ["caste", "gender", "unbiased"]
+    assert bl.to_multi_hot([["gender"], ["caste", "gender"], ["x"]], space).tolist() == [
+        [0, 1, 0], [1, 1, 0], [0, 0, 0]]
+    probs = np.array([[0.7, 0.6, 0.1], [0.2, 0.1, 0.9], [0.3, 0.4, 0.1], [0.9, 0.2, 0.95]])
+    assert bl.decode(probs, space) == [["caste", "gender"], ["unbiased"], ["gender"], ["unbiased"]]
+
+
+def test_parse_llm_labels():
+    space = ["caste", "gender", "physical-appearance", "unbiased"]
+    assert bl.parse_llm_labels("gender, caste", space) == ["caste", "gender"]
+    assert bl.parse_llm_labels("Physical-Appearance", space) == ["physical-appearance"]
+    assert bl.parse_llm_labels("unbiased", space) == ["unbiased"]
+    assert bl.parse_llm_labels("I cannot tell", space) == ["unbiased"]
+    assert bl.label_space(__import__("pandas").DataFrame({"labels": [["b", "a"], ["unbiased"]]})) == [
+        "a", "b", "unbiased"]
+
+
+@pytest.mark.slow
+def test_classifier_learns_a_separable_toy_task():
+    texts = ["women are bad drivers"] * 6 + ["the caste system is fair"] * 6 + ["a sunny day in the park"] * 6
+    labels = [["gender"]] * 6 + [["caste"]] * 6 + [["unbiased"]] * 6
+    space = ["caste", "gender", "unbiased"]
+    for loss in ("bce", "soft_hamming"):
+        clf = bl.MultiLabelClassifier("minilm", space, loss=loss, device="cpu", max_length=32)
+        log = clf.fit(texts, labels, epochs=8, batch_size=6, learning_rate=1e-3, seed=0,
+                      patience=3 if loss == "soft_hamming" else None)
+        assert np.isfinite(log["train_loss"])
+        assert clf.predict(["women are bad drivers", "a sunny day in the park"]) == [["gender"], ["unbiased"]]
