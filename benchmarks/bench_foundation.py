@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -143,17 +142,11 @@ def bench_pipeline() -> dict:
     """`dvc repro` of the default pipeline in a temporary copy (cold caches), peak RSS of the process tree."""
     import psutil
 
+    from biaslab.paths import copy_project
+
     mirror = os.environ.get("BIASLAB_DATA_MIRROR")
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Path(tmp) / "repo"
-        files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-        for rel in filter(None, files):
-            if rel.startswith("reports/") or rel == "dvc.lock" or not (ROOT / rel).is_file():
-                continue
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, repo / rel)
-        subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+        repo = copy_project(ROOT, Path(tmp) / "repo")
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                "BIASLAB_CACHE_DIR": str(Path(tmp) / "cache")}
         if mirror:

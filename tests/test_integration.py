@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from biaslab.paths import copy_project
 from conftest import REPO, mirror_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -26,19 +26,22 @@ def pipeline(tmp_path_factory):
     mirror = mirror_dir()
     if mirror is None:
         pytest.skip("set BIASLAB_DATA_MIRROR to a local copy of the data sets to run the pipeline offline")
-    root = tmp_path_factory.mktemp("pipeline") / "repo"
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split("\n")
-    for rel in filter(None, files):
-        if rel.startswith("reports/") or rel == "dvc.lock" or not (REPO / rel).is_file():
-            continue
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / rel, root / rel)
+    root = copy_project(REPO, tmp_path_factory.mktemp("pipeline") / "repo")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["data"]["datasets"] = ["seat"]
+    params["data"]["datasets"] = ["seat", "indibias", "sbic"]
     params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
+    it = params["intersect"]
+    it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]})
+    for corpus in ("indic", "western"):
+        it["paragraphs"]["corpora"][corpus].update(n_biased=2 * len(it["paragraphs"]["corpora"][corpus]["categories"]),
+                                                   n_unbiased=10)
+    it["paragraphs"]["pool_size"] = 3
+    it["triplets"]["llm_per_strategy"] = 5
+    it["train"].update(runs=["indic-srk4-C1"], max_triplets=16, batch_size=8)
+    it["baselines"].update(subsets=["C1"], epochs=1, soft_hamming_subsets=["C1"], soft_hamming_max_epochs=1,
+                           zero_shot_backend="none", zero_shot_max_paragraphs=0)
+    it["evaluate"]["k_sweep"] = [1, 5]
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     netlog = root.parent / "network.log"
     env = {
         **os.environ,
@@ -67,6 +70,8 @@ def read_bytes(root: Path, *rels: str) -> dict[str, bytes]:
 
 OUTPUTS = ["reports/ragfair/seat/seat_results.csv", "reports/ragfair/seat/metrics.json",
            "reports/ragfair/01_seat_audit.ipynb", "reports/data/datasets.csv"]
+INTERSECT_OUTPUTS = ["reports/intersect/splits/indic_sizes.csv", "reports/intersect/03_splits_indic.ipynb",
+                     "reports/intersect/paragraphs/indic_counts.csv", "reports/intersect/02_paragraphs_indic.ipynb"]
 
 
 def test_pipeline_outputs_exist_and_are_sane(pipeline):
@@ -90,12 +95,38 @@ def test_pipeline_outputs_exist_and_are_sane(pipeline):
     assert not any(root.rglob("*.tmp"))
 
 
+def test_intersect_outputs_are_sane(pipeline):
+    root, _, first, _ = pipeline
+    for stage in ("intersect_reference@western", "intersect_paragraphs@indic", "intersect_splits@western",
+                  "intersect_triplets@indic", "intersect_train@indic-srk4-C1", "intersect_baselines",
+                  "intersect_evaluate"):
+        assert f"Running stage '{stage}'" in first.stdout
+    labels = pd.read_csv(root / "reports/intersect/reference/western_labels.csv").set_index("label")
+    assert labels.loc["race", "ours"] == 30 and labels.loc["unbiased", "ours"] == 60
+    sizes = pd.read_csv(root / "reports/intersect/splits/indic_sizes.csv")
+    assert set(sizes["subset"]) == {"C1", "C2", "C3"}
+    counts = pd.read_csv(root / "reports/intersect/triplets/indic_counts.csv").set_index("curation")
+    assert counts.loc["SR-k10", "ours"] > counts.loc["SR-k4", "ours"] > 0
+    train = json.loads((root / "reports/intersect/train/indic-srk4-C1.json").read_text())
+    assert train["triplets"] == 16 and train["steps"] == 2
+    summary = pd.read_csv(root / "reports/intersect/results/summary.csv")
+    assert {"BiasRetriever (B4_UB4)", "S-BERT-Base (frozen minilm)", "BERT-MultiLabel (minilm)",
+            "Soft-Hamming (minilm)"} <= set(summary["model"])
+    assert summary["jaccard_mean"].between(0, 1).all()
+    assert set(summary.loc[summary["model"] == "BiasRetriever (B4_UB4)", "domain"]) == {"in-domain", "cross-domain"}
+    metrics = json.loads((root / "reports/intersect/results/metrics.json").read_text())
+    assert "indic->indic" in metrics["jaccard"] and "indic->western" in metrics["jaccard"]
+    for fig in ("fig2_in_domain.png", "fig3_cross_domain.png", "fig4_5_k_sweep.png"):
+        assert (root / "reports/intersect/results" / fig).read_bytes()[:4] == b"\x89PNG"
+
+
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     root, dvc, _, _ = pipeline
     assert "Running stage" not in dvc("repro").stdout
-    before = read_bytes(root, *OUTPUTS)
-    dvc("repro", "--force")
-    assert read_bytes(root, *OUTPUTS) == before
+    before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
+    for stage in ("ragfair_seat", "intersect_paragraphs@indic", "intersect_splits@indic"):
+        dvc("repro", "--force", "--single-item", stage)
+    assert read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS) == before
 
 
 def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):

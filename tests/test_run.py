@@ -92,3 +92,15 @@ def test_invalid_params_fail_before_any_kernel(project):
     (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("seed: 42", "seed: forty"))
     assert run.main(["ragfair_seat"]) == 1
     assert not (project / "reports").exists()
+
+
+def test_strip_run_metadata_scrubs_machine_paths(tmp_path):
+    import sys
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("stream", name="stderr", text=f"{sys.prefix}/lib/x.py:1: Warning\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": f"PosixPath('{tmp_path}/reports/a.png')"})])]
+    run.strip_run_metadata(nb, tmp_path)
+    assert nb.cells[0].outputs[0]["text"] == "<env>/lib/x.py:1: Warning\n"
+    assert nb.cells[0].outputs[1]["data"]["text/plain"] == "PosixPath('<repo>/reports/a.png')"

@@ -10,6 +10,7 @@ in the environment, or ``models.allow_downloads: true`` in params.yaml for stage
 from __future__ import annotations
 
 import os
+import warnings
 
 __version__ = "0.1.0"
 
@@ -21,3 +22,5 @@ if os.environ.get("BIASLAB_ALLOW_DOWNLOADS", "0") not in ("1", "true", "yes"):
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# tqdm.auto warns once per process when ipywidgets is absent (executed notebooks use plain bars or none).
+warnings.filterwarnings("ignore", message="IProgress not found")

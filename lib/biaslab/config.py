@@ -160,7 +160,7 @@ class IntersectTrain(_Section):
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     scale: float = Field(20.0, gt=0)  # MNRL similarity scale (1 / temperature)
     max_seq_length: int = Field(128, gt=8)
-    max_triplets: int | None = Field(384, gt=0)  # per run, sampled; null = every training triplet
+    max_triplets: int | None = Field(256, gt=0)  # per run, sampled; null = every training triplet
     runs: list[str]
 
     @field_validator("runs")
@@ -178,18 +178,18 @@ class IntersectBaselines(_Section):
     """§4.3 and App. A: multi-label classifiers (BCE, soft Hamming) and zero-shot LLM classification."""
 
     backbone: str = "minilm"  # paper: bert-base-uncased (BCE) / ModernBERT-base (soft Hamming)
-    subsets: list[str] = Field(default_factory=lambda: ["C1", "C2", "C3"])
-    epochs: int = Field(3, gt=0)
+    subsets: list[str] = Field(default_factory=lambda: ["C1"])
+    epochs: int = Field(2, gt=0)
     batch_size: int = Field(16, gt=0)
     learning_rate: float = Field(2e-5, gt=0)
     max_length: int = Field(128, gt=8)
     soft_hamming_backbone: str = "minilm"  # paper: ModernBERT-base
     soft_hamming_tau: float = Field(0.7, gt=0)
-    soft_hamming_max_epochs: int = Field(6, gt=0)  # paper: 20 with early stopping
+    soft_hamming_max_epochs: int = Field(2, gt=0)  # paper: 20 with early stopping
     soft_hamming_patience: int = Field(3, gt=0)
     soft_hamming_subsets: list[str] = Field(default_factory=lambda: ["C1"])
     zero_shot_backend: Literal["none", "transformers", "openai"] = "transformers"
-    zero_shot_max_paragraphs: int = Field(40, ge=0)  # per corpus, sampled from the held-out paragraphs
+    zero_shot_max_paragraphs: int = Field(24, ge=0)  # per corpus, sampled from the held-out paragraphs
 
 
 class IntersectEvaluate(_Section):

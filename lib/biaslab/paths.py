@@ -45,3 +45,23 @@ def resolve(path: str | os.PathLike, root: Path | None = None) -> Path:
     """A path from params.yaml: absolute as given, relative to the repository root otherwise."""
     p = Path(path)
     return p if p.is_absolute() else (root or repo_root()) / p
+
+
+def copy_project(src: Path, dst: Path, *, skip_reports: bool = True) -> Path:
+    """Copy the files git would see (tracked + untracked, not ignored) of the project at ``src`` into ``dst``,
+    leaving out committed results (``reports/``, ``dvc.lock``) so the copy recomputes them. Used by the
+    integration test and the benchmarks to run the real pipeline in a temporary copy."""
+    import shutil
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=src,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    for rel in filter(None, files):
+        if skip_reports and (rel.startswith("reports/") or rel == "dvc.lock"):
+            continue
+        if not (src / rel).is_file():
+            continue
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / rel, dst / rel)
+    subprocess.run(["git", "init", "-q"], cwd=dst, check=True)
+    return dst

@@ -64,8 +64,16 @@ def ensure_kernel() -> Path:
     return root
 
 
-def strip_run_metadata(nb) -> None:
-    """Remove what changes on every run so identical results give identical files."""
+def scrub_paths(text: str, root: Path) -> str:
+    """Machine-specific absolute paths in outputs (warnings, tracebacks) become relative placeholders."""
+    for prefix, label in ((str(Path(sys.prefix)), "<env>"), (str(root), "<repo>"), (str(Path.home()), "~")):
+        text = text.replace(prefix, label)
+    return text
+
+
+def strip_run_metadata(nb, root: Path | None = None) -> None:
+    """Remove what changes on every run so identical results give identical files; with ``root``, also
+    replace absolute paths in text outputs (they would differ per machine)."""
     nb.metadata.pop("papermill", None)
     nb.metadata.pop("widgets", None)
     nb.metadata.pop("jupytext", None)
@@ -75,6 +83,16 @@ def strip_run_metadata(nb) -> None:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
+        if root is None or cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = scrub_paths(out["text"], root)
+            if "traceback" in out:
+                out["traceback"] = [scrub_paths(t, root) for t in out["traceback"]]
+            for key in ("text/plain", "text/html"):
+                if key in out.get("data", {}):
+                    out["data"][key] = scrub_paths(out["data"][key], root)
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
@@ -140,7 +158,7 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         for f in tmp_dir.glob("*"):
             f.unlink()
         tmp_dir.rmdir()
-    strip_run_metadata(executed)
+    strip_run_metadata(executed, root)
     import nbformat
 
     write_text(out, nbformat.writes(executed) + "\n")

@@ -47,7 +47,7 @@ datasets = [
 P = config.notebook_params(globals(), stage="fetch")
 ROOT = repo_root()
 mirror = mirror_from_env()
-print("source:", f"mirror {mirror}" if mirror else "official locations (online)")
+print("source:", "local mirror (BIASLAB_DATA_MIRROR)" if mirror else "official locations (online)")
 
 # %%
 rows, counts = fetch(list(P.data.datasets), resolve(P.data.raw_dir, ROOT), mirror=mirror,

@@ -43,18 +43,18 @@ from biaslab.runtime import seed_everything
 seed = 42
 device = "auto"
 backbone = "minilm"
-subsets = ["C1", "C2", "C3"]
-epochs = 3
+subsets = ["C1"]
+epochs = 2
 batch_size = 16
 learning_rate = 2.0e-5
 max_length = 128
 soft_hamming_backbone = "minilm"
 soft_hamming_tau = 0.7
-soft_hamming_max_epochs = 6
+soft_hamming_max_epochs = 2
 soft_hamming_patience = 3
 soft_hamming_subsets = ["C1"]
 zero_shot_backend = "transformers"
-zero_shot_max_paragraphs = 40
+zero_shot_max_paragraphs = 24
 
 # %%
 P = config.notebook_params(globals(), stage="intersect_baselines")
