@@ -33,7 +33,7 @@ def pipeline(tmp_path_factory):
     it = params["intersect"]
     it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]})
     for corpus in ("indic", "western"):
-        it["paragraphs"]["corpora"][corpus].update(n_biased=2 * len(it["paragraphs"]["corpora"][corpus]["categories"]),
+        it["paragraphs"]["corpora"][corpus].update(n_biased=6 * len(it["paragraphs"]["corpora"][corpus]["categories"]),
                                                    n_unbiased=10)
     it["paragraphs"]["pool_size"] = 3
     it["triplets"]["llm_per_strategy"] = 5

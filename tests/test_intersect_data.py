@@ -161,6 +161,8 @@ def test_splits_follow_section_3_3_and_never_leak():
     assert held(c1) == held(c2)
     with pytest.raises(ValueError, match="not in the corpus"):
         splits.make_splits(p, {"C9": ["x+y"]})
+    with pytest.raises(ValueError, match="too few for a stratified"):
+        splits.make_splits(toy_paragraphs(per_cat=2), {"C1": ["a+b", "a+c", "b+c"]})
 
 
 def test_check_disjoint_catches_leaks():

@@ -36,8 +36,13 @@ def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], 
         if unknown:
             raise ValueError(f"subset {name}: categories {unknown} are not in the corpus ({sorted(cats)})")
         in_seen = paragraphs[paragraphs["category"].isin(seen)]
-        tr, te = train_test_split(in_seen["paragraph_id"].tolist(), train_size=seen_train, random_state=seed,
-                                  stratify=in_seen["category"].tolist())
+        try:
+            tr, te = train_test_split(in_seen["paragraph_id"].tolist(), train_size=seen_train, random_state=seed,
+                                      stratify=in_seen["category"].tolist())
+        except ValueError as err:
+            raise ValueError(f"subset {name}: {len(in_seen)} paragraphs in {len(seen)} seen categories are too few "
+                             f"for a stratified {seen_train:.0%} split ({err}); raise n_biased of this corpus in "
+                             "intersect.paragraphs.corpora") from None
         tr, te = set(tr), set(te)
         unseen = set(paragraphs.loc[~paragraphs["category"].isin(seen | {"unbiased"}), "paragraph_id"])
         pid = paragraphs["paragraph_id"]
