@@ -3,6 +3,7 @@ the repository, with a process-wide guard that refuses any non-loopback network 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -129,34 +130,39 @@ def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     assert read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS) == before
 
 
+@contextlib.contextmanager
+def edited_params(root: Path, old: str, new: str):
+    """params.yaml with one text replacement, restored afterwards whatever happens."""
+    path = root / "params.yaml"
+    good = path.read_text()
+    assert old in good, f"{old!r} not in params.yaml"
+    path.write_text(good.replace(old, new))
+    try:
+        yield
+    finally:
+        path.write_text(good)
+
+
 def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):
     root, dvc, _, _ = pipeline
-    good = (root / "params.yaml").read_text()
-    try:
-        (root / "params.yaml").write_text(good.replace("n_samples: 2000", "n_samples: lots"))
+    with edited_params(root, "n_samples: 2000", "n_samples: lots"):
         proc = dvc("repro", "ragfair_seat", check=False)
         assert proc.returncode != 0
         assert "ragfair.seat.n_samples" in proc.stderr + proc.stdout
-        (root / "params.yaml").write_text(good.replace("  alpha: 0.05", "  alpha: 0.05\n    alhpa: 0.1"))
+    with edited_params(root, "  alpha: 0.05", "  alpha: 0.05\n    alhpa: 0.1"):
         proc = dvc("repro", "ragfair_seat", check=False)
         assert proc.returncode != 0 and "ragfair.seat.alhpa: unknown key" in proc.stderr + proc.stdout
-        assert not any(root.rglob("*.tmp"))
-    finally:
-        (root / "params.yaml").write_text(good)
+    assert not any(root.rglob("*.tmp"))
 
 
 def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
     root, dvc, _, _ = pipeline
-    good = (root / "params.yaml").read_text()
-    try:
-        (root / "params.yaml").write_text(good.replace("model: minilm", "model: msmarco-roberta-base-v2"))
+    with edited_params(root, "model: minilm", "model: msmarco-roberta-base-v2"):
         proc = dvc("repro", "ragfair_seat", check=False)
         out = proc.stderr + proc.stdout
         assert proc.returncode != 0
         assert "msmarco-roberta-base-v2" in out and "models.local_dirs" in out
         assert not (root / "reports/ragfair/seat/seat_results.csv").exists()
-    finally:
-        (root / "params.yaml").write_text(good)
 
 
 def test_missing_data_names_the_fetch_step(pipeline):
