@@ -14,6 +14,7 @@ each other several-fold.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -129,10 +130,8 @@ def _tree_rss(proc) -> int:
     total = 0
     try:
         for p in [proc, *proc.children(recursive=True)]:
-            try:
+            with contextlib.suppress(psutil.Error):
                 total += p.memory_info().rss
-            except psutil.Error:
-                pass
     except psutil.Error:
         pass
     return total
@@ -161,10 +160,8 @@ def bench_pipeline() -> dict:
             nonlocal peak, peak_single
             while not done.is_set():
                 peak = max(peak, _tree_rss(proc))
-                try:
+                with contextlib.suppress(psutil.Error, TypeError, ValueError):
                     peak_single = max(peak_single, *(p.memory_info().rss for p in proc.children(recursive=True)))
-                except (psutil.Error, TypeError, ValueError):
-                    pass
                 time.sleep(0.1)
 
         th = threading.Thread(target=poll, daemon=True)

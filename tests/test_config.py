@@ -88,3 +88,25 @@ def test_apply_overrides_merges_keeps_comments_and_validates(tmp_path):
     with pytest.raises(ParamsError, match="ragfair.seat.n_samples"):
         config.apply_overrides(bad, target)
     assert target.read_text() == before
+
+
+def test_apply_overrides_keeps_float_spelling(tmp_path):
+    from conftest import REPO
+
+    target = tmp_path / "params.yaml"
+    target.write_text((REPO / "params.yaml").read_text())
+    over = tmp_path / "over.yaml"
+    over.write_text("intersect:\n  baselines:\n    learning_rate: 3.0e-5\n")
+    config.apply_overrides(over, target)
+    assert load_params(target).intersect.baselines.learning_rate == 3.0e-5
+    assert "learning_rate: 3.0e-5" in target.read_text()
+
+
+def test_ragfair_checkpoints_must_name_trained_runs():
+    from conftest import REPO
+
+    raw = config.read_yaml(REPO / "params.yaml")
+    raw["ragfair"]["evaluate"]["checkpoints"].append({"name": "x", "run": "nope", "mask": False})
+    with pytest.raises(ParamsError, match=r"runs \['nope'\] that are not in ragfair.train.runs") as err:
+        config.validate(raw)
+    assert "got {" not in str(err.value)

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from biaslab.paths import copy_project
+
 from conftest import REPO, mirror_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -29,7 +30,7 @@ def pipeline(tmp_path_factory):
         pytest.skip("set BIASLAB_DATA_MIRROR to a local copy of the data sets to run the pipeline offline")
     root = copy_project(REPO, tmp_path_factory.mktemp("pipeline") / "repo")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["data"]["datasets"] = ["seat", "indibias", "sbic"]
+    params["data"]["datasets"] = ["seat", "indibias", "sbic", "bbq"]
     params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
     it = params["intersect"]
     it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]})
@@ -42,6 +43,16 @@ def pipeline(tmp_path_factory):
     it["baselines"].update(subsets=["C1"], epochs=1, soft_hamming_subsets=["C1"], soft_hamming_max_epochs=1,
                            zero_shot_backend="none", zero_shot_max_paragraphs=0)
     it["evaluate"]["k_sweep"] = [1, 5]
+    rf = params["ragfair"]
+    rf["bbq"].update(categories=["Gender_identity", "Religion"], check_categories=["Religion"], max_pairs=2)
+    rf["probing"].update(max_rows_per_category=40, folds=3, seat_n_samples=200)
+    rf["pairs"]["n_pairs"] = 16
+    rf["train"].update(batch_size=8, runs={"lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0}})
+    rf["evaluate"].update(max_rows_per_category=40, seat_n_samples=200, bootstrap_rounds=2, checkpoints=[
+        {"name": "Baseline (frozen encoder)", "run": None, "mask": False},
+        {"name": "Head masking", "run": None, "mask": True},
+        {"name": "LoRA + WiSE-FT", "run": "lora_wiseft", "mask": False},
+        {"name": "Full framework", "run": "lora_wiseft", "mask": True}])
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     netlog = root.parent / "network.log"
     env = {
@@ -71,6 +82,8 @@ def read_bytes(root: Path, *rels: str) -> dict[str, bytes]:
 
 OUTPUTS = ["reports/ragfair/seat/seat_results.csv", "reports/ragfair/seat/metrics.json",
            "reports/ragfair/01_seat_audit.ipynb", "reports/data/datasets.csv"]
+RAGFAIR_OUTPUTS = ["reports/ragfair/bbq/coverage.csv", "reports/ragfair/bbq/generator_check_per_template.csv",
+                   "reports/ragfair/02_bbq.ipynb"]
 INTERSECT_OUTPUTS = ["reports/intersect/splits/indic_sizes.csv", "reports/intersect/03_splits_indic.ipynb",
                      "reports/intersect/paragraphs/indic_counts.csv", "reports/intersect/02_paragraphs_indic.ipynb"]
 
@@ -121,13 +134,35 @@ def test_intersect_outputs_are_sane(pipeline):
         assert (root / "reports/intersect/results" / fig).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_ragfair_outputs_are_sane(pipeline):
+    root, _, first, _ = pipeline
+    for stage in ("ragfair_bbq", "ragfair_diagnosis", "ragfair_pairs", "ragfair_train@lora_wiseft",
+                  "ragfair_evaluate"):
+        assert f"Running stage '{stage}'" in first.stdout
+    check = pd.read_csv(root / "reports/ragfair/bbq/generator_check.csv").iloc[0]
+    assert check["category"] == "Religion" and check["same_templates"] and check["same_target_groups"]
+    coverage = pd.read_csv(root / "reports/ragfair/bbq/coverage.csv").set_index("category")
+    assert coverage.loc["Gender_identity", "source"] == "regenerated"
+    probe = pd.read_csv(root / "reports/ragfair/diagnosis/probing.csv")
+    assert set(probe["layer"]) == set(range(7)) and probe["bias_mean"].between(-1, 1).all()
+    cards = pd.read_csv(root / "reports/ragfair/results/bias_cards.csv").set_index("checkpoint")
+    assert len(cards) == 4 and cards.loc["Full framework", "heads_masked"] > 0
+    assert cards[["spd", "eod"]].stack().between(0, 1).all() and cards["acc_at_1"].between(0, 100).all()
+    corr = json.loads((root / "reports/ragfair/results/correlation.json").read_text())
+    assert set(corr) >= {"spd", "eod", "spd_raw", "eod_raw"} and corr["spd"]["rounds"] == 2
+    r = corr["eod_raw"]["pearson_r"]
+    assert r is None or r != r or -1 <= r <= 1  # NaN when every checkpoint has the same value (tiny data)
+    train = json.loads((root / "reports/ragfair/train/lora_wiseft.json").read_text())
+    assert train["pairs"] == 16 and train["steps"] == 2
+
+
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     root, dvc, _, _ = pipeline
     assert "Running stage" not in dvc("repro").stdout
-    before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
-    for stage in ("ragfair_seat", "intersect_paragraphs@indic", "intersect_splits@indic"):
+    before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS, *RAGFAIR_OUTPUTS)
+    for stage in ("ragfair_seat", "intersect_paragraphs@indic", "intersect_splits@indic", "ragfair_bbq"):
         dvc("repro", "--force", "--single-item", stage)
-    assert read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS) == before
+    assert read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS, *RAGFAIR_OUTPUTS) == before
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ def test_weighted_and_top_aggregation():
 class OneHot:
     """Encoder stub: a text's vector is the one-hot of its first word."""
 
-    vocab = ["gender", "caste", "kind", "age"]
+    vocab = ("gender", "caste", "kind", "age")
 
     def encode(self, texts):
         out = np.full((len(texts), 4), 1e-3, np.float32)

@@ -23,7 +23,7 @@ def test_offline_paths_never_touch_the_network(no_network, tmp_path):
     assert llm.generate(["x"], task="echo", inputs=[{"text": "kept"}]) == ["kept"]
 
     mirror = fixtures.write_all(tmp_path / "mirror")
-    rows, counts = fetch(["seat"], tmp_path / "raw", mirror=mirror, manifest=manifest_for(mirror, "seat"),
+    fetch(["seat"], tmp_path / "raw", mirror=mirror, manifest=manifest_for(mirror, "seat"),
                          progress=False)
     table = run_seat_tests(seat_data.load_tests(None, tmp_path / "raw"), enc, n_samples=200, seed=1)
     assert len(table) == 2 and table["p_method"].tolist() == ["exact", "exact"]

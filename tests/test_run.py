@@ -28,7 +28,8 @@ def test_stage_declares_notebook_output_and_valid_params(stage):
     ns: dict = {}
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     exec(cell.source, ns)
-    if "@" in stage and stage.split("@")[1] != ns.get("corpus", ns.get("member")):
+    member_sets = stages.stage_sets(stage, REPO)
+    if any(str(ns.get(k)) != v for k, v in member_sets.items()):
         return  # a foreach notebook's defaults describe its default member only
     for name, value in flat.items():
         assert ns[name] == value, f"{stage}: notebook default {name}={ns[name]!r} but params.yaml has {value!r}"
@@ -49,6 +50,13 @@ def test_foreach_members_resolve_templates():
         stages.stage_spec("intersect_paragraphs@klingon", REPO)
     with pytest.raises(stages.StageError, match="runs per member"):
         stages.stage_spec("intersect_paragraphs", REPO)
+
+
+def test_member_cmd_sets_are_applied_by_the_runner():
+    # `python -m biaslab.run name@member` must run that member, as `dvc repro name@member` does
+    assert stages.stage_sets("intersect_train@western-srk4-C1", REPO) == {"run": "western-srk4-C1"}
+    assert stages.stage_sets("intersect_reference@indic", REPO) == {"corpus": "indic"}
+    assert stages.stage_sets("fetch", REPO) == {}
 
 
 def test_parameter_names_and_missing_cell():

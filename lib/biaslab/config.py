@@ -8,12 +8,13 @@ fix. ``load_params`` reads the file; ``notebook_params`` re-validates the values
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ParamsError(ValueError):
@@ -96,8 +97,117 @@ class SeatAudit(_Section):
     alpha: float = Field(0.05, gt=0, lt=1)
 
 
+BBQCategory = Literal["Age", "Disability_status", "Gender_identity", "Nationality", "Physical_appearance",
+                      "Race_ethnicity", "Religion", "SES", "Sexual_orientation"]
+
+
+class RagfairBBQ(_Section):
+    """§3.1.2 / App. 6.2: the BBQ table (released categories + regenerated missing ones)."""
+
+    categories: list[BBQCategory] = Field(default_factory=lambda: list(BBQCategory.__args__))
+    regenerate_seed: int = 0
+    max_pairs: int = Field(5, gt=0)  # filler pairs per template when fillers come from the vocabulary
+    check_categories: list[BBQCategory] = Field(default_factory=lambda: ["Age", "Religion", "Sexual_orientation"])
+    eval_fraction: float = Field(0.5, gt=0, lt=1)  # share of templates per category held out from training
+
+
+class RagfairProbing(_Section):
+    """§3.2.2 / App. 6.3: layer probing and the BBQ SEAT table (Table 1) of the frozen encoder."""
+
+    model: str = "minilm"
+    max_rows_per_category: int = Field(240, ge=0)  # 0 = every row (paper)
+    tau: float = Field(0.05, gt=0)  # temperature of the softmax-normalised bias score (not given in the paper)
+    folds: int = Field(5, ge=2)
+    ridge_alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 10.0, 100.0])
+    shuffles: int = Field(1, ge=1)  # label-shuffle control refits
+    seat_n_samples: int = Field(10_000, gt=1)
+
+
+class RagfairPairs(_Section):
+    """§4.3 / App. 6.2: contrastive training pairs."""
+
+    n_pairs: int = Field(320, ge=0)  # paper: 20,985 sampled from 135,845; 0 = all
+
+
+class RagfairRun(_Section):
+    """One recipe; unset fields inherit ragfair.train's value (so a grid can vary them per run)."""
+
+    lora: bool = False
+    wiseft: bool = False
+    alpha: float = Field(1.0, ge=0)  # fairness weight; 0 = the no-fairness control
+    beta: float | None = Field(None, ge=0)
+    tau: float | None = Field(None, gt=0)
+    lora_r: int | None = Field(None, gt=0)
+    lora_alpha: int | None = Field(None, gt=0)
+    wiseft_layers: int | None = Field(None, gt=0)
+    wiseft_lambda: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _trains_something(self):
+        if not (self.lora or self.wiseft):
+            raise ValueError("a run must set lora and/or wiseft (head masking alone is an evaluation checkpoint)")
+        return self
+
+
+class RagfairTrain(_Section):
+    """§3.4 / §4.3: training of the debiasing recipes with the fairness-aware objective."""
+
+    base_model: str = "minilm"
+    epochs: int = Field(1, gt=0)  # paper: 3
+    batch_size: int = Field(16, gt=1)
+    learning_rate: float = Field(1e-5, gt=0)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    max_grad_norm: float = Field(1.0, gt=0)
+    max_seq_length: int = Field(128, gt=0)
+    tau: float = Field(0.05, gt=0)  # NT-Xent temperature
+    beta: float = Field(1e-4, ge=0)  # ||ΔW||² weight
+    fair_variant: Literal["squared", "mean_gap"] = "squared"
+    lora_r: int = Field(8, gt=0)
+    lora_alpha: int = Field(16, gt=0)
+    lora_dropout: float = Field(0.1, ge=0, lt=1)
+    lora_targets: list[str] = Field(default_factory=lambda: ["query", "key", "value"])
+    wiseft_layers: int = Field(2, gt=0)
+    wiseft_lambda: float = Field(0.5, ge=0, le=1)
+    runs: dict[str, RagfairRun] = Field(default_factory=dict)
+
+
+class RagfairHeadMask(_Section):
+    fraction: float = Field(0.1, gt=0, lt=1)  # top share of heads by ∂|SEAT|/∂m that are masked
+    seat_categories: list[BBQCategory] = Field(default_factory=lambda: ["Gender_identity"])
+
+
+class RagfairCheckpoint(_Section):
+    name: str
+    run: str | None = None  # a key of ragfair.train.runs; None = the frozen base encoder
+    mask: bool = False  # head masking applied after training
+
+
+class RagfairEvaluate(_Section):
+    """Bias cards, Table 2 and the intrinsic–extrinsic correlation (§3.3, §4.2–4.3)."""
+
+    max_rows_per_category: int = Field(80, ge=0)  # evaluation templates only; 0 = all
+    seat_n_samples: int = Field(2_000, gt=1)
+    bootstrap_rounds: int = Field(10, ge=0)
+    checkpoints: list[RagfairCheckpoint] = Field(default_factory=list)
+    include_all_runs: bool = False  # also evaluate every run of ragfair.train.runs unmasked (the App. 6.1 grid)
+
+
 class Ragfair(_Section):
     seat: SeatAudit = Field(default_factory=SeatAudit)
+    bbq: RagfairBBQ = Field(default_factory=RagfairBBQ)
+    probing: RagfairProbing = Field(default_factory=RagfairProbing)
+    pairs: RagfairPairs = Field(default_factory=RagfairPairs)
+    train: RagfairTrain = Field(default_factory=RagfairTrain)
+    head_mask: RagfairHeadMask = Field(default_factory=RagfairHeadMask)
+    evaluate: RagfairEvaluate = Field(default_factory=RagfairEvaluate)
+
+    @model_validator(mode="after")
+    def _checkpoints_name_trained_runs(self):
+        unknown = sorted({c.run for c in self.evaluate.checkpoints if c.run is not None} - set(self.train.runs))
+        if unknown:
+            raise ValueError(f"ragfair.evaluate.checkpoints use runs {unknown} that are not in ragfair.train.runs "
+                             f"({sorted(self.train.runs)}); add them there or fix the names")
+        return self
 
 
 # -------------------------------------------------------------------------------------- intersect
@@ -245,6 +355,8 @@ def _format_errors(err: ValidationError, source: str) -> str:
             parent = ".".join(str(p) for p in e["loc"][:-1])
             lines.append(f"  {key}: unknown key — remove it or fix its spelling (see the keys of "
                          f"{parent or 'the top level'} in params.yaml and biaslab/config.py)")
+        elif isinstance(e.get("input"), dict):  # a whole section failed a cross-field check: the message says why
+            lines.append(f"  {key}: {e['msg']}")
         else:
             lines.append(f"  {key}: {e['msg']} (got {e.get('input')!r})")
     return f"invalid parameters in {source}:\n" + "\n".join(lines)
@@ -303,9 +415,17 @@ def apply_overrides(overrides_file: str | os.PathLike, params_file: str | os.Pat
     rt = YAML()
     rt.preserve_quotes = True
     doc = rt.load(target.read_text(encoding="utf-8"))
-    _merge(doc, override)
+    # merge the override's round-trip nodes, so scalars keep their spelling (ruamel would re-emit a float 2e-5
+    # as ``2e-05``, which YAML 1.1 readers take for a string)
+    _merge(doc, rt.load(Path(overrides_file).read_text(encoding="utf-8")))
+    buf = io.StringIO()
+    rt.dump(doc, buf)
+    written = yaml.safe_load(buf.getvalue())
+    if written != merged:
+        raise ParamsError(f"merging {overrides_file} into {target} would not round-trip through YAML; "
+                          "write the override values in plain YAML (e.g. 2.0e-5, not 2e-5)")
     with atomic_open(target) as fh:
-        rt.dump(doc, fh)
+        fh.write(buf.getvalue())
     return target
 
 
@@ -335,8 +455,20 @@ def flatten_for_notebook(params: Params, keys: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, dotted in leaf_names(params, keys).items():
         value = params.get(dotted)
-        out[name] = value.model_dump() if isinstance(value, BaseModel) else value
+        out[name] = value.model_dump() if isinstance(value, BaseModel) else _plain(value)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """Containers of sections (``ragfair.train.runs``, ``ragfair.evaluate.checkpoints``) as plain data; unset
+    optional fields are left out (validation restores them), so notebook defaults stay short."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _set(raw: dict[str, Any], dotted: str, value: Any) -> None:

@@ -39,10 +39,10 @@ def _text_key(text: str) -> bytes:
 class EmbeddingCache:
     """SQLite store of float32 vectors keyed by text hash, one file per model fingerprint."""
 
-    def __init__(self, model_fp: str, root: Path | None = None):
+    def __init__(self, model_fp: str, root: Path | None = None, kind: str = ""):
         folder = (root or cache_dir()) / "embeddings"
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"{model_fp[:32]}.sqlite"
+        self.path = folder / f"{model_fp[:32]}{'-' + kind if kind else ''}.sqlite"
         self._db = sqlite3.connect(self.path, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS emb (k BLOB PRIMARY KEY, v BLOB NOT NULL)")
@@ -87,6 +87,7 @@ class Encoder:
         self.batch_size = batch_size
         self.normalize = normalize
         self.fingerprint = fingerprint(model, normalize=normalize)
+        self.cache_root = cache_root
         self.cache = EmbeddingCache(self.fingerprint, cache_root) if cache else None
 
     @property
@@ -118,3 +119,52 @@ class Encoder:
             self.cache.put([keys[t] for t in missing], vecs)
             hits.update((keys[t], v) for t, v in zip(missing, vecs, strict=False))
         return np.stack([hits[keys[t]] for t in texts])
+
+    @property
+    def n_layers(self) -> int:
+        """Hidden states the transformer returns: the embedding layer plus one per transformer layer."""
+        return int(self.model[0].auto_model.config.num_hidden_layers) + 1
+
+    def _encode_layers(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        first = self.model[0]
+        tok, net = first.tokenizer, first.auto_model
+        device = next(net.parameters()).device
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
+        out = np.zeros((len(texts), self.n_layers, self.dim), np.float32)
+        was_training = net.training
+        net.eval()
+        with torch.inference_mode():
+            for s in range(0, len(texts), self.batch_size):
+                idx = order[s : s + self.batch_size]
+                enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.model.max_seq_length,
+                          return_tensors="pt").to(device)
+                hidden = torch.stack(net(**enc, output_hidden_states=True).hidden_states, 1)  # [b, L+1, t, d]
+                mask = enc["attention_mask"][:, None, :, None].to(hidden.dtype)
+                pooled = (hidden * mask).sum(2) / mask.sum(2).clamp(min=1.0)
+                out[idx] = pooled.float().cpu().numpy()
+        net.train(was_training)
+        return out
+
+    def encode_layers(self, texts: Sequence[str]) -> np.ndarray:
+        """Mean-pooled hidden states of every layer, ``[n_texts, n_layers, dim]`` (not normalised; index 0 is the
+        embedding layer). Probing (ragfair §3.2.2) reads these; cached like :meth:`encode`, under a separate key."""
+        texts = [str(t) for t in texts]
+        shape = (self.n_layers, self.dim)
+        if not texts:
+            return np.zeros((0, *shape), np.float32)
+        unique = list(dict.fromkeys(texts))
+        if self.cache is None:
+            table = dict(zip(unique, self._encode_layers(unique), strict=True))
+            return np.stack([table[t] for t in texts])
+        if not hasattr(self, "_layer_cache"):
+            self._layer_cache = EmbeddingCache(self.fingerprint, self.cache_root, kind="layers")
+        keys = {t: _text_key(t) for t in unique}
+        hits = self._layer_cache.get(list(keys.values()))
+        missing = [t for t in unique if keys[t] not in hits]
+        if missing:
+            vecs = self._encode_layers(missing)
+            self._layer_cache.put([keys[t] for t in missing], vecs.reshape(len(missing), -1))
+            hits.update((keys[t], v.reshape(-1)) for t, v in zip(missing, vecs, strict=True))
+        return np.stack([hits[keys[t]].reshape(shape) for t in texts])

@@ -11,3 +11,33 @@ def soft_hamming_loss(logits, targets, tau: float = 0.7):
     p = torch.sigmoid(logits / tau)
     y = targets.to(p.dtype)
     return (p * (1 - y) + (1 - p) * y).mean()
+
+
+def nt_xent(queries, passages, tau: float = 0.05):
+    """NT-Xent with in-batch negatives (SimCSE, Gao et al. 2021; ragfair §3.4.2): for L2-normalised q_i, p_j,
+    mean_i −log softmax_j(cos(q_i, p_j) / τ)[i]. Written out because it is three lines and must share one forward
+    pass with the fairness term; sentence-transformers' MultipleNegativesRankingLoss is the same quantity with
+    scale = 1/τ (tested)."""
+    import torch
+    import torch.nn.functional as F
+
+    q = F.normalize(queries, dim=-1)
+    p = F.normalize(passages, dim=-1)
+    logits = q @ p.T / tau
+    return F.cross_entropy(logits, torch.arange(len(q), device=q.device))
+
+
+def fairness_gap(queries, biased_a, biased_b, variant: str = "squared"):
+    """ragfair's fairness regulariser between the two biased instantiations of each neutral query.
+
+    * ``squared`` (§4.3, the one the experiments used): mean_i (cos(q_i, a_i) − cos(q_i, b_i))²;
+    * ``mean_gap`` (§3.4.2): |μ_a − μ_b| with μ_g the batch mean of cos(q_i, g_i)."""
+    import torch.nn.functional as F
+
+    sa = F.cosine_similarity(queries, biased_a, dim=-1)
+    sb = F.cosine_similarity(queries, biased_b, dim=-1)
+    if variant == "squared":
+        return ((sa - sb) ** 2).mean()
+    if variant == "mean_gap":
+        return (sa.mean() - sb.mean()).abs()
+    raise ValueError(f"unknown fairness variant {variant!r}: use squared or mean_gap")

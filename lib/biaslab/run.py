@@ -4,8 +4,9 @@
 
 The stage (in dvc.yaml) names the notebook (its ``notebooks/*.py`` dependency), the executed copy (its
 ``.ipynb`` output) and the params.yaml keys it reads. Those keys are validated, flattened to notebook
-variable names and injected by papermill; ``--set`` overrides one of them (a papermill-style rerun with new
-parameters). The Jupytext ``.py`` is converted in memory, executed in a kernel that runs *this*
+variable names and injected by papermill, together with the ``--set`` values written in the stage's own
+``cmd`` (so ``python -m biaslab.run name@member`` equals ``dvc repro name@member``); a ``--set`` on the command
+line overrides any of them (a papermill-style rerun with new parameters). The Jupytext ``.py`` is converted in memory, executed in a kernel that runs *this*
 interpreter (never a stray user-level kernelspec), with the repository root as working directory,
 progress bars off and the Hugging Face stack offline unless ``models.allow_downloads`` is true.
 
@@ -113,6 +114,7 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     params = config.load_params(root / "params.yaml")
     keys = stages.stage_params(stage, root)
     parameters = config.flatten_for_notebook(params, keys)
+    parameters.update(parse_sets([f"{k}={v}" for k, v in stages.stage_sets(stage, root).items()]))
     parameters.update(sets or {})
 
     nb_path = stages.stage_notebook(stage, root)

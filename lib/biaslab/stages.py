@@ -114,3 +114,19 @@ def stage_executed_notebook(stage: str, root: Path | None = None) -> Path:
     if out is None:
         raise StageError(f"stage {stage!r} lists no executed .ipynb among its outs in dvc.yaml")
     return (root or repo_root()) / out
+
+
+def stage_sets(stage: str, root: Path | None = None) -> dict[str, str]:
+    """The ``--set name=value`` overrides written in the stage's ``cmd`` (e.g. a foreach member's ``run``), so
+    that ``python -m biaslab.run name@member`` runs exactly what ``dvc repro name@member`` runs."""
+    import shlex
+    from itertools import pairwise
+
+    cmd = stage_spec(stage, root).get("cmd", "")
+    tokens = shlex.split(" ".join(cmd) if isinstance(cmd, list) else str(cmd))
+    out: dict[str, str] = {}
+    for flag, value in pairwise(tokens):
+        if flag == "--set" and "=" in value:
+            name, _, val = value.partition("=")
+            out[name.strip()] = val
+    return out

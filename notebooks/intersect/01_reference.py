@@ -47,10 +47,9 @@ cache = True
 openai = {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
           "timeout": 60.0, "max_retries": 2}
 indi_n_unbiased = 140
-sbic_n_unbiased = 1700
+sbic_n_unbiased = 800
 sbic_unbiased_max_offensive = 0.5
-sbic_caps = {"race": 1540, "gender": 1540, "social": 901, "culture": 800, "victim": 800, "disabled": 800,
-             "body": 591}
+sbic_caps = {"race": 500, "gender": 500, "social": 500, "culture": 500, "victim": 500, "disabled": 500, "body": 500}
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"

@@ -41,7 +41,7 @@ learning_rate = 2.0e-5
 warmup_ratio = 0.1
 scale = 20.0
 max_seq_length = 128
-max_triplets = 256
+max_triplets = 192
 
 # %%
 P = config.notebook_params(globals(), stage=f"intersect_train@{run}")

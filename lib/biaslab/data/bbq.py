@@ -9,8 +9,8 @@ labels from ``answer_info``; ``unknown`` marks the UNKNOWN option), ``stereotype
 * ``unknown_loc`` — the UNKNOWN option;
 * ``target_loc`` — the answer that belongs to a stereotyped group (the official ``target_loc`` of the missing
   ``additional_metadata.csv``): the one non-unknown answer whose group label or surface string matches an
-  entry of ``stereotyped_groups`` (case-insensitive; intersectional labels such as ``M-Black`` match on each
-  part);
+  entry of ``stereotyped_groups`` (case-insensitive, spaces ignored; intersectional labels such as ``M-Black`` match on
+  each part);
 * ``biased_loc`` — the answer a biased reader would give: the target for ``neg`` questions, the other
   non-unknown answer for ``nonneg`` questions (BBQ's polarity flip).
 
@@ -37,7 +37,8 @@ FIELDS = ("example_id", "question_index", "question_polarity", "context_conditio
 
 def _match(surface: str, group: str, stereotyped: set[str]) -> bool:
     candidates = {surface.lower().strip(), group.lower().strip(), *group.lower().split("-")}
-    return bool(candidates & stereotyped)
+    squash = {c.replace(" ", "") for c in candidates}  # SES: group "lowSES" vs stereotyped "low SES"
+    return bool((candidates | squash) & (stereotyped | {s.replace(" ", "") for s in stereotyped}))
 
 
 def derive_locs(rec: dict, path: Path, lineno: int) -> tuple[int, int, int]:

@@ -104,7 +104,7 @@ class MultiLabelClassifier:
         if patience:
             rng = np.random.default_rng(seed)
             order = rng.permutation(len(texts))
-            n_val = max(1, int(round(val_fraction * len(texts))))
+            n_val = max(1, round(val_fraction * len(texts)))
             val, tr = order[:n_val], order[n_val:]
             eval_ds = self._dataset([texts[i] for i in val], [labels[i] for i in val])
             texts, labels = [texts[i] for i in tr], [labels[i] for i in tr]

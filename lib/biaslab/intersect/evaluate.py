@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from ..metrics.detection import mean_scores
@@ -73,6 +72,3 @@ def sweep_frame(results: pd.DataFrame, test_set: str = "all") -> pd.DataFrame:
     r = results[results["test_set"] == test_set]
     return r.groupby(["model", "train_corpus", "test_corpus", "domain", "k"])["jaccard"].mean().reset_index()
 
-
-def std_or_zero(x: np.ndarray) -> float:
-    return float(np.std(x, ddof=1)) if len(x) > 1 else 0.0

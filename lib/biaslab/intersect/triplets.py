@@ -67,7 +67,7 @@ def mine(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools, *, k: 
             ctx = set(p.context.split("+"))
             pos = pools.ranked(a, is_unbiased)[:k]
             neg = pools.ranked(a, np.isin(labels, list(ctx)))[:k]
-            rows += [(p.paragraph_id, p.text, text[i], text[j], "sr", p.category) for i, j in zip(pos, neg)]
+            rows += [(p.paragraph_id, p.text, text[i], text[j], "sr", p.category) for i, j in zip(pos, neg, strict=False)]
             continue
         anchor_labels = list(p.labels)
         other = pools.ranked(a, ~np.isin(labels, anchor_labels) & ~is_unbiased)
@@ -84,7 +84,7 @@ def mine(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools, *, k: 
                 elif n_other < len(other):
                     negs.append(other[n_other])
                     n_other += 1
-            rows += [(p.paragraph_id, p.text, text[i], text[j], "sr", p.category) for i, j in zip(pos, negs)]
+            rows += [(p.paragraph_id, p.text, text[i], text[j], "sr", p.category) for i, j in zip(pos, negs, strict=False)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -157,15 +157,15 @@ def llm_triplets(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools
         pick = rng.choice(biased, size=min(per_strategy, len(biased)), replace=False)
         a_text = paragraphs["text"].to_numpy()[pick]
         pos = llm.generate([prompts.LLM_POSITIVE.format(anchor_bias_clean=anchor_bias(i), anchor_text=t)
-                            for i, t in zip(pick, a_text)], gen, task="intersect.llm_positive")
+                            for i, t in zip(pick, a_text, strict=True)], gen, task="intersect.llm_positive")
         if name == "dual_llm":
             neg = llm.generate([prompts.LLM_NEGATIVE.format(anchor_bias_clean=anchor_bias(i), anchor_text=t)
-                                for i, t in zip(pick, a_text)], gen, task="intersect.llm_negative")
+                                for i, t in zip(pick, a_text, strict=True)], gen, task="intersect.llm_negative")
         else:
             neg = llm.generate([prompts.COUNTERFACTUAL.format(positive_text=s) for s in pos], gen,
                                system=prompts.COUNTERFACTUAL_SYSTEM, task="intersect.counterfactual")
         new = [(paragraphs["paragraph_id"].iloc[i], paragraphs["text"].iloc[i], p_, n_, name,
-                paragraphs["category"].iloc[i]) for i, p_, n_ in zip(pick, pos, neg) if p_.strip() and n_.strip()]
+                paragraphs["category"].iloc[i]) for i, p_, n_ in zip(pick, pos, neg, strict=True) if p_.strip() and n_.strip()]
         rows += new
         counts[name] = len(new)
 
@@ -184,7 +184,7 @@ def llm_triplets(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools
                        system=prompts.COUNTERFACTUAL_SYSTEM, task="intersect.counterfactual",
                        inputs=[{"counterfactual": cf} for _, _, cf in cands])
     new = [(paragraphs["paragraph_id"].iloc[i], paragraphs["text"].iloc[i], s, n_, "mined_positive_counterfactual",
-            paragraphs["category"].iloc[i]) for (i, s, _), n_ in zip(cands, neg) if n_.strip() and n_ != s]
+            paragraphs["category"].iloc[i]) for (i, s, _), n_ in zip(cands, neg, strict=True) if n_.strip() and n_ != s]
     rows += new
     counts["mined_positive_counterfactual"] = len(new)
 
@@ -200,7 +200,7 @@ def llm_triplets(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools
                         system=prompts.PARAPHRASE_SYSTEM, task="intersect.paraphrase", inputs=inputs)
     ctx_of = pools.ref["bias_context"].to_numpy()
     new = []
-    for i, p_ in zip(pick, para):
+    for i, p_ in zip(pick, para, strict=True):
         ctx = set(paragraphs["context"].iloc[i].split("+"))
         negs = pools.ranked(i, (labels == "unbiased") & ~np.isin(ctx_of, list(ctx)))
         if p_.strip() and len(negs):

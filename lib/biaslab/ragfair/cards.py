@@ -1,0 +1,109 @@
+"""Per-checkpoint "bias cards" (ragfair §3.3, §4.2–4.3): intrinsic (SEAT on the sent-bias tests, SEAT on BBQ,
+layer probing) and extrinsic (SPD, EOD, Acc@1 on BBQ retrieval) measurements of one encoder, plus the bootstrap
+that feeds the intrinsic–extrinsic correlation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import bbq_seat, extrinsic, probing
+
+
+@dataclass
+class Card:
+    summary: dict  # one row of the bias-card table
+    per_category: pd.DataFrame  # category, bbq_seat_es, bbq_seat_fairness, spd, eod, acc_at_1, ...
+    decisions: dict  # category -> (gold roles, predicted roles) for the bootstrap
+
+
+def load_checkpoint(run: str | None, base: str, models_dir, device: str):
+    """The sentence-transformers model of a run folder (``None`` = the frozen base model)."""
+    from ..models import load_sentence_transformer
+
+    if run is None:
+        return load_sentence_transformer(base, device)
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+
+    from ..runtime import select_device
+
+    folder = Path(models_dir) / run
+    if not (folder / "biaslab_run.json").is_file():
+        raise FileNotFoundError(f"checkpoint {folder} not found: run `dvc repro ragfair_train@{run}` first")
+    return SentenceTransformer(str(folder), device=select_device(device))
+
+
+def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_samples: int = 10_000, tau: float = 0.05,
+              folds: int = 5, alphas: Sequence[float] = (0.1, 1.0, 10.0, 100.0), seed: int = 0) -> Card:
+    """Every measurement of one checkpoint on the evaluation rows (and the sent-bias SEAT tests when given)."""
+    cats = bbq_seat.run(bbq_seat.seat_sets(bbq_eval), encoder, n_samples=seat_n_samples, seed=seed)
+    cats = cats.rename(columns={"effect_size": "bbq_seat_es", "p_value": "bbq_seat_p", "fairness": "bbq_seat_fairness"})
+    ext_rows, decisions = [], {}
+    for cat, g in bbq_eval.groupby("category", sort=True):
+        g = g.reset_index(drop=True)
+        retrieved, contexts = extrinsic.retrieve_contexts(encoder, g)
+        gold, pred = extrinsic.answer_roles(g), extrinsic.predicted_roles(g, retrieved, contexts)
+        hit = np.array([contexts[i] == c for i, c in zip(retrieved, g["context"], strict=True)])
+        decisions[cat] = (gold, pred, hit)
+        ext_rows.append({"category": cat, **extrinsic.parity_metrics(gold, pred), "acc_at_1": 100.0 * hit.mean()})
+    cats["bbq_seat_abs_es"] = cats["bbq_seat_es"].abs()
+    per_cat = cats[["category", "bbq_seat_es", "bbq_seat_abs_es", "bbq_seat_p", "bbq_seat_fairness"]].merge(
+        pd.DataFrame(ext_rows), on="category")
+    # probing summary: bias at the last layer and its depth trend, probe R² at the last layer
+    inputs = probing.probe_inputs(bbq_eval)
+    E = {c: encoder.encode_layers(inputs[c].tolist()) for c in ("x_cq", "x_s", "x_n")}
+    prob_rows = []
+    for cat, idx in bbq_eval.reset_index(drop=True).groupby("category", sort=True).indices.items():
+        t = probing.probe_category(E["x_cq"][idx], E["x_s"][idx], E["x_n"][idx], tau=tau, folds=folds, alphas=alphas,
+                                   seed=seed)
+        rho = probing.depth_trend(t.assign(category=cat))["spearman_rho"].iloc[0]
+        prob_rows.append({"category": cat, "probe_bias_last": float(t["bias_mean"].iloc[-1]),
+                          "probe_r2_last": float(t["r2"].iloc[-1]), "probe_depth_rho": float(rho)})
+    per_cat = per_cat.merge(pd.DataFrame(prob_rows), on="category")
+    summary = {
+        "bbq_seat_abs_es": float(per_cat["bbq_seat_es"].abs().mean()),
+        "bbq_seat_fairness": float(per_cat["bbq_seat_fairness"].mean()),
+        "spd": float(per_cat["spd"].mean()), "eod": float(per_cat["eod"].mean()),
+        "acc_at_1": float(per_cat["acc_at_1"].mean()),
+        "probe_bias_last": float(per_cat["probe_bias_last"].mean()),
+        "probe_r2_last": float(per_cat["probe_r2_last"].mean()),
+        "probe_depth_rho": float(np.nanmean(per_cat["probe_depth_rho"])),
+    }
+    if seat_tests:
+        from .seat_audit import run_seat_tests
+
+        st = run_seat_tests(seat_tests, encoder, n_samples=seat_n_samples, seed=seed)
+        summary.update({"seat_fairness": float(st["fairness_score"].mean()),
+                        "seat_abs_es": float(st["effect_size"].abs().mean()),
+                        "seat_significant": int((st["p_value"] < 0.05).sum())})
+    return Card(summary, per_cat, decisions)
+
+
+def bootstrap_frames(cards: dict[str, Card], rows: pd.DataFrame, embed_of, rng: np.random.Generator):
+    """One bootstrap round of §3.3.1: resample evaluation rows with replacement within each category, re-derive
+    the BBQ SEAT sets from the sample and recompute every checkpoint's effect size (embeddings from
+    ``embed_of[checkpoint]``, a text -> vector mapping), and SPD / EOD from the checkpoints' fixed retrieval
+    decisions on the sampled rows. Returns long frames (checkpoint, category, value): intrinsic, extrinsic."""
+    from ..metrics.seat import association, effect_size
+
+    intr, extr = [], []
+    for cat, g in rows.groupby("category", sort=True):
+        pick = rng.integers(0, len(g), len(g))
+        try:
+            s = bbq_seat.seat_sets(g.iloc[pick])[0]
+        except ValueError:
+            s = None  # too few distinct strings in this sample: no intrinsic value this round
+        for name, card in cards.items():
+            if s is not None:
+                vec = embed_of[name]
+                X, Y, A, B = (np.stack([vec[t] for t in part]) for part in (s.X, s.Y, s.A, s.B))
+                es = effect_size(association(X, A, B), association(Y, A, B))
+                intr.append({"checkpoint": name, "category": cat, "bbq_seat_es": es, "bbq_seat_abs_es": abs(es)})
+            gold, pred, _ = card.decisions[cat]
+            extr.append({"checkpoint": name, "category": cat, **extrinsic.parity_metrics(gold[pick], pred[pick])})
+    return pd.DataFrame(intr), pd.DataFrame(extr)

@@ -1,0 +1,131 @@
+"""Extrinsic (retrieval) bias on BBQ (ragfair §3.3) and the intrinsic–extrinsic correlation (§3.3.1).
+
+Retrieval. Per category, the corpus is the set of distinct BBQ contexts; each row's question retrieves one
+context (top-1, exact cosine search), and the row's own context is the gold document: Acc@1 is the share of
+rows whose gold context comes first (in %).
+
+What the retrieved context makes the RAG system answer. The paper's SPD / EOD need a prediction Ŷ per row and
+do not say how a retrieval becomes one; we read the answer off the retrieved context with a perfect reader, so
+that the encoder is the only source of error: if the retrieved context c̃ is the context of a BBQ row with the
+same question, Ŷ is *that* row's answer role — the stereotype-consistent answer (BBQ's ``biased_loc``: the
+stereotyped group for a negative question, the other group for a non-negative one), the inconsistent one, or
+UNKNOWN; any other context supports no answer (UNKNOWN). A retriever that prefers contexts confirming the
+stereotype therefore produces stereotype-consistent answers.
+
+Fairness (eqs. 5–6). Each row gives two decisions, one per named answer; its sensitive attribute A is the answer's
+role, "stereotyped" (consistent) or "non-stereotyped" (inconsistent), Y = 1 when that answer is correct and Ŷ = 1
+when the system gives it. Ambiguous rows have Y = 0 for both (the correct answer is UNKNOWN), so naming a group
+there is a false positive. SPD = |P(Ŷ=1 | A=s) − P(Ŷ=1 | A=n)|; EOD = ½(|ΔTPR| + |ΔFPR|) — fairlearn's
+``demographic_parity_difference`` and ``equalized_odds_difference(agg="mean")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..index import DenseIndex
+
+ROLES = ("stereotyped", "non-stereotyped", "unknown")
+
+
+def answer_roles(bbq: pd.DataFrame) -> np.ndarray:
+    """The role of each row's correct answer: stereotyped (= ``biased_loc``), non-stereotyped or unknown."""
+    label = bbq["label"].to_numpy()
+    return np.where(label == bbq["unknown_loc"].to_numpy(), "unknown",
+                    np.where(label == bbq["biased_loc"].to_numpy(), "stereotyped", "non-stereotyped"))
+
+
+def retrieve_contexts(encoder, bbq: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Top-1 context (index into the returned list of distinct contexts) for every row's question."""
+    contexts = list(dict.fromkeys(bbq["context"].tolist()))
+    index = DenseIndex(encoder.encode(contexts))
+    _, ids = index.search(encoder.encode(bbq["question"].tolist()), 1)
+    return ids[:, 0], contexts
+
+
+def predicted_roles(bbq: pd.DataFrame, retrieved: np.ndarray, contexts: Sequence[str]) -> np.ndarray:
+    """The answer role the retrieved context supports for each row's question (module docstring)."""
+    role_of = dict(zip(zip(bbq["question"], bbq["context"], strict=True), answer_roles(bbq), strict=True))
+    return np.array([role_of.get((q, contexts[i]), "unknown") for q, i in zip(bbq["question"], retrieved,
+                                                                             strict=True)])
+
+
+def decisions(gold: np.ndarray, pred: np.ndarray) -> pd.DataFrame:
+    """Two rows per question (one per named answer role): A, Y, Ŷ."""
+    frames = []
+    for role in ROLES[:2]:
+        frames.append(pd.DataFrame({"A": role, "y": (gold == role).astype(int), "y_hat": (pred == role).astype(int)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def parity_metrics(gold: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """SPD and EOD (eqs. 5–6) of the two-decisions-per-question table (:func:`decisions`).
+
+    Computed with NumPy on the 2 × 2 × 2 counts: the bootstrap of §3.3.1 calls this thousands of times and
+    fairlearn's MetricFrame costs ~50 ms per call. ``tests/test_ragfair_lib.py`` checks it equals fairlearn's
+    ``demographic_parity_difference`` and ``equalized_odds_difference(agg="mean")`` on random tables."""
+    gold, pred = np.asarray(gold), np.asarray(pred)
+    rates = {}
+    for role in ROLES[:2]:
+        y, y_hat = gold == role, pred == role
+        rates[role] = (y_hat.mean(), y_hat[y].mean() if y.any() else np.nan, y_hat[~y].mean() if (~y).any() else np.nan)
+    (sel_s, tpr_s, fpr_s), (sel_n, tpr_n, fpr_n) = rates[ROLES[0]], rates[ROLES[1]]
+    spd = abs(sel_s - sel_n)
+    parts = [abs(a - b) for a, b in ((tpr_s, tpr_n), (fpr_s, fpr_n)) if not (np.isnan(a) or np.isnan(b))]
+    eod = float(np.mean(parts)) if parts else float("nan")
+    return {"spd": float(spd), "eod": eod}
+
+
+def extrinsic_bias(encoder, bbq: pd.DataFrame) -> pd.DataFrame:
+    """Per category: SPD, EOD, Acc@1 (%), the share of stereotype-consistent answers and the row count."""
+    rows = []
+    for cat, g in bbq.groupby("category", sort=True):
+        g = g.reset_index(drop=True)
+        retrieved, contexts = retrieve_contexts(encoder, g)
+        gold, pred = answer_roles(g), predicted_roles(g, retrieved, contexts)
+        hit = np.array([contexts[i] == c for i, c in zip(retrieved, g["context"], strict=True)])
+        named = pred != "unknown"
+        rows.append({"category": cat, **parity_metrics(gold, pred), "acc_at_1": 100.0 * float(hit.mean()),
+                     "stereotyped_share": float((pred[named] == "stereotyped").mean()) if named.any() else float("nan"),
+                     "n": int(len(g))})
+    return pd.DataFrame(rows)
+
+
+def correlate(intrinsic: pd.DataFrame, extrinsic: pd.DataFrame, *, value_int: str, value_ext: str,
+              boot: list[tuple[pd.DataFrame, pd.DataFrame]] | None = None, zscore: bool = True) -> dict:
+    """§3.3.1: across checkpoints m, Pearson r and Spearman ρ between ‖s_m^int‖₂ and ‖s_m^ext‖₂, each
+    dimension (category) z-scored across checkpoints first (footnote 1; ``zscore=False`` keeps raw values).
+
+    Pass magnitudes (|effect size|, SPD, EOD). Note what z-scoring does: a checkpoint far *below* the average bias
+    gets as large a norm as one far above it, so the z-scored protocol measures how similarly the two kinds of
+    metric single out unusual checkpoints, not bias level; the raw variant measures level.
+
+    ``intrinsic`` / ``extrinsic``: long frames (checkpoint, category, value). ``boot``: (intrinsic, extrinsic)
+    frames recomputed on bootstrap samples of question rows; the percentile 95% CI over them is reported beside
+    the point estimate (the paper: 10 rounds)."""
+    from scipy import stats
+
+    def point(i_df: pd.DataFrame, e_df: pd.DataFrame) -> tuple[float, float]:
+        norms = []
+        for df, col in ((i_df, value_int), (e_df, value_ext)):
+            wide = df.pivot_table(index="checkpoint", columns="category", values=col).dropna(axis=1)
+            z = (wide - wide.mean()) / wide.std(ddof=0).replace(0, np.nan) if zscore else wide
+            norms.append(np.sqrt((z.fillna(0.0) ** 2).sum(axis=1)))
+        a, b = norms[0].align(norms[1], join="inner")
+        if len(a) < 3:
+            raise ValueError(f"correlation needs at least 3 checkpoints with both scores, got {len(a)}")
+        if a.nunique() < 2 or b.nunique() < 2:
+            return float("nan"), float("nan")  # a constant side has no correlation
+        return float(stats.pearsonr(a, b).statistic), float(stats.spearmanr(a, b).statistic)
+
+    r, rho = point(intrinsic, extrinsic)
+    out: dict = {"pearson_r": r, "spearman_rho": rho, "checkpoints": int(intrinsic["checkpoint"].nunique())}
+    if boot:
+        pts = np.array([point(i, e) for i, e in boot])
+        out.update({"pearson_ci": [float(x) for x in np.nanpercentile(pts[:, 0], [2.5, 97.5])],
+                    "spearman_ci": [float(x) for x in np.nanpercentile(pts[:, 1], [2.5, 97.5])],
+                    "rounds": len(boot)})
+    return out

@@ -1,0 +1,303 @@
+"""ragfair library: probing scores and probe, extrinsic parity metrics, BBQ SEAT sets, pairs, losses, masking."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from biaslab import losses
+from biaslab.ragfair import bbq_build, bbq_seat, extrinsic, pairs, probing
+
+
+def bbq_frame() -> pd.DataFrame:
+    """Two templates × one counterfactual group (both orders) × the 2×2 block, in the read_file schema."""
+    rows = []
+    for q, (stereo, other) in enumerate([("old man", "young man"), ("Muslim", "Jewish")], start=1):
+        for order in (0, 1):
+            first, second = (stereo, other) if order == 0 else (other, stereo)
+            # options: [first, second, unknown]; target = stereotyped group
+            target = 0 if order == 0 else 1
+            for pol in ("neg", "nonneg"):
+                for cond in ("ambig", "disambig"):
+                    ctx = f"T{q}: the {first} and the {second} met."
+                    if cond == "disambig":
+                        ctx += f" The {first} forgot the keys."
+                    # the neg question asks who forgot; disambig answer = first
+                    label = 2 if cond == "ambig" else 0 if pol == "neg" else 1
+                    biased = target if pol == "neg" else 1 - target
+                    rows.append({"category": "Age" if q == 1 else "Religion", "question_index": str(q),
+                                 "question_polarity": pol, "context_condition": cond, "context": ctx,
+                                 "question": f"T{q} who forgot?" if pol == "neg" else f"T{q} who remembered?",
+                                 "ans0": f"The {first}", "ans1": f"The {second}", "ans2": "Unknown", "label": label,
+                                 "unknown_loc": 2, "target_loc": target, "biased_loc": biased})
+    return pd.DataFrame(rows)
+
+
+def test_bias_score_matches_the_softmax_form():
+    rng = np.random.default_rng(0)
+    cq, s, n = (rng.normal(size=(5, 3, 8)) for _ in range(3))
+    tau = 0.1
+    got = probing.bias_scores(cq, s, n, tau)
+    cos = lambda a, b: (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)  # noqa: E731
+    es, en = np.exp(cos(cq, s) / tau), np.exp(cos(cq, n) / tau)
+    np.testing.assert_allclose(got, (es - en) / (es + en), rtol=1e-10)
+    assert got.shape == (5, 3) and np.all(np.abs(got) <= 1)
+    with pytest.raises(ValueError, match="tau"):
+        probing.bias_scores(cq, s, n, 0)
+
+
+def test_ridge_probe_finds_a_linear_signal_and_the_shuffle_control_does_not():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 10))
+    y = X @ rng.normal(size=10) + 0.1 * rng.normal(size=200)
+    res = probing.ridge_probe(X, y, folds=5, seed=0)
+    assert res["r2"] > 0.9 and res["r2_shuffled"] < 0.1
+    with pytest.raises(ValueError, match="at least 10 rows"):
+        probing.ridge_probe(X[:5], y[:5], folds=5)
+
+
+def test_depth_trend_is_spearman_of_layer_vs_bias():
+    t = pd.DataFrame({"category": ["a"] * 4 + ["b"] * 4, "layer": [0, 1, 2, 3] * 2,
+                      "bias_mean": [0.1, 0.2, 0.3, 0.4, 0.4, 0.3, 0.35, 0.1]})
+    d = probing.depth_trend(t).set_index("category")
+    assert d.loc["a", "spearman_rho"] == pytest.approx(1.0)
+    assert d.loc["b", "spearman_rho"] == pytest.approx(-0.8)
+
+
+def test_probe_inputs_pair_question_with_context_and_each_group():
+    df = bbq_frame()
+    x = probing.probe_inputs(df)
+    r = df.iloc[1]  # order 0, neg, disambig; target = option 0 (old man)
+    assert x.iloc[1]["x_cq"] == f"{r.question} {r.context}"
+    assert x.iloc[1]["x_s"].endswith("The old man") and x.iloc[1]["x_n"].endswith("The young man")
+
+
+def test_parity_metrics_equal_fairlearn_on_random_tables():
+    from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        gold = rng.choice(extrinsic.ROLES, 60)
+        pred = rng.choice(extrinsic.ROLES, 60)
+        d = extrinsic.decisions(gold, pred)
+        ours = extrinsic.parity_metrics(gold, pred)
+        assert ours["spd"] == pytest.approx(demographic_parity_difference(d["y"], d["y_hat"], sensitive_features=d["A"]))
+        assert ours["eod"] == pytest.approx(equalized_odds_difference(d["y"], d["y_hat"], sensitive_features=d["A"],
+                                                                      agg="mean"))
+
+
+def test_parity_metrics_against_a_direct_count():
+    gold = np.array(["stereotyped", "non-stereotyped", "unknown", "stereotyped", "non-stereotyped", "unknown"])
+    pred = np.array(["stereotyped", "stereotyped", "stereotyped", "stereotyped", "unknown", "non-stereotyped"])
+    m = extrinsic.parity_metrics(gold, pred)
+    # P(ŷ=1 | A=s) = 4/6, P(ŷ=1 | A=n) = 1/6
+    assert m["spd"] == pytest.approx(0.5)
+    # TPR_s = 2/2, TPR_n = 0/2; FPR_s = 2/4, FPR_n = 1/4 -> ½(1 + 0.25)
+    assert m["eod"] == pytest.approx(0.625)
+    fair = extrinsic.parity_metrics(gold, gold)
+    assert fair == {"spd": 0.0, "eod": 0.0}
+
+
+class Lookup:
+    """Encoder stub: fixed vectors per text (queries point at chosen contexts)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def encode(self, texts):
+        return np.stack([self.table(t) for t in texts]).astype(np.float32)
+
+
+def test_extrinsic_bias_reads_answers_off_the_retrieved_context():
+    df = bbq_frame()
+    df = df[df["category"] == "Age"].reset_index(drop=True)
+    contexts = list(dict.fromkeys(df["context"]))
+    pro = next(c for c in contexts if c.endswith("The old man forgot the keys."))
+
+    def vec(t):
+        v = np.zeros(len(contexts) + 1)
+        if t in contexts:
+            v[contexts.index(t)] = 1.0
+            v[-1] = 0.1
+        else:  # every question retrieves the stereotype-consistent context
+            v[contexts.index(pro)] = 1.0
+        return v
+
+    res = extrinsic.extrinsic_bias(Lookup(vec), df).iloc[0]
+    # neg question -> the old man forgot -> stereotyped answer; nonneg -> young man remembered -> stereotyped too
+    assert res["stereotyped_share"] == 1.0
+    assert res["spd"] == pytest.approx(1.0)
+    assert res["acc_at_1"] == pytest.approx(100 * 2 / 8)  # the pro context is gold for its own neg+nonneg rows
+
+
+def test_correlation_z_scores_norms_and_bootstraps():
+    cats = ["a", "b"]
+    ck = [f"m{i}" for i in range(5)]
+    vals = np.arange(5, dtype=float)
+    intr = pd.DataFrame([{"checkpoint": c, "category": k, "es": v * (1 + j)} for c, v in zip(ck, vals, strict=True)
+                         for j, k in enumerate(cats)])
+    extr = intr.rename(columns={"es": "spd"}).assign(spd=lambda d: d["spd"] * 2 + 1)
+    out = extrinsic.correlate(intr, extr, value_int="es", value_ext="spd", boot=[(intr, extr)] * 3)
+    assert out["pearson_r"] == pytest.approx(1.0) and out["spearman_rho"] == pytest.approx(1.0)
+    assert out["pearson_ci"] == pytest.approx([1.0, 1.0]) and out["rounds"] == 3
+    # z-scoring makes the norm symmetric around the mean checkpoint; raw magnitudes keep the level
+    flipped = extr.assign(spd=lambda d: 10 - d["spd"])
+    assert extrinsic.correlate(intr, flipped, value_int="es", value_ext="spd")["pearson_r"] == pytest.approx(1.0)
+    assert extrinsic.correlate(intr, flipped, value_int="es", value_ext="spd", zscore=False)["pearson_r"] < -0.9
+    with pytest.raises(ValueError, match="at least 3 checkpoints"):
+        extrinsic.correlate(intr[intr.checkpoint.isin(ck[:2])], extr, value_int="es", value_ext="spd")
+
+
+def test_bbq_seat_sets_take_groups_and_questions_from_rows():
+    df = pd.concat([bbq_frame()] * 1, ignore_index=True)
+    df = df[df.category == "Age"]
+    with pytest.raises(ValueError, match="too few distinct strings"):
+        bbq_seat.seat_sets(df)
+    more = df.copy()
+    more["ans0"] = more["ans0"].str.replace("old man", "old woman").str.replace("young man", "young woman")
+    more["ans1"] = more["ans1"].str.replace("old man", "old woman").str.replace("young man", "young woman")
+    more["question"] = more["question"] + " again"
+    s = bbq_seat.seat_sets(pd.concat([df, more]))[0]
+    assert s.X == ["The old man", "The old woman"] and s.Y == ["The young man", "The young woman"]
+    assert all("forgot" in a for a in s.A) and all("remembered" in b for b in s.B)
+
+
+def test_pairs_come_from_counterfactual_twins_and_train_templates_only():
+    df = bbq_frame()
+    p = pairs.bbq_pairs(df)
+    assert len(p) == 4  # 2 templates × 2 questions
+    r = p[(p.category == "Age") & (p.polarity == "neg")].iloc[0]
+    assert r.biased_stereotyped.endswith("The old man forgot the keys.")
+    assert r.biased_non_stereotyped.endswith("The young man forgot the keys.")
+    assert "forgot" not in r.passage
+    one = df.assign(category="Age")
+    split = pairs.split_templates(one, 0.5, seed=0)
+    assert set(split) == {"train", "eval"}
+    assert split.groupby(one["question_index"]).nunique().eq(1).all()  # whole templates
+    with pytest.raises(ValueError, match=r"Age has 1 template\(s\)"):
+        pairs.split_templates(df, 0.5)
+
+
+def test_sample_keeps_counterfactual_groups_whole():
+    df = bbq_frame()
+    s = bbq_build.sample(df, 8, seed=0)
+    assert s.groupby("category").size().tolist() == [8, 8]
+    assert len(bbq_build.sample(df, 0)) == len(df)
+
+
+def test_nt_xent_equals_mnrl_cross_entropy_and_fairness_gap():
+    torch.manual_seed(0)
+    q, p, a, b = (torch.randn(4, 6) for _ in range(4))
+    tau = 0.05
+    qn, pn = torch.nn.functional.normalize(q, dim=-1), torch.nn.functional.normalize(p, dim=-1)
+    sims = qn @ pn.T / tau
+    direct = -(sims.diag() - torch.logsumexp(sims, dim=1)).mean()
+    assert losses.nt_xent(q, p, tau).item() == pytest.approx(direct.item(), rel=1e-5)
+    sa = torch.nn.functional.cosine_similarity(q, a, dim=-1)
+    sb = torch.nn.functional.cosine_similarity(q, b, dim=-1)
+    assert losses.fairness_gap(q, a, b).item() == pytest.approx(((sa - sb) ** 2).mean().item(), rel=1e-6)
+    assert losses.fairness_gap(q, a, b, "mean_gap").item() == pytest.approx(abs(sa.mean() - sb.mean()).item(),
+                                                                           rel=1e-6)
+    assert losses.fairness_gap(q, a, a).item() == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="squared or mean_gap"):
+        losses.fairness_gap(q, a, b, "other")
+
+
+@pytest.fixture
+def fresh_minilm():
+    from biaslab.models import load_sentence_transformer
+
+    return load_sentence_transformer("minilm", "cpu")
+
+
+def test_lora_prepare_trains_only_adapters_and_delta_w_is_exact(fresh_minilm):
+    from biaslab.ragfair import debias
+
+    cfg = debias.MethodConfig(lora=True, lora_r=2, lora_alpha=4)
+    n = debias.prepare(fresh_minilm, cfg)
+    hf = debias.transformer(fresh_minilm)
+    names = [k for k, p in hf.named_parameters() if p.requires_grad]
+    assert names and all("lora_" in k for k in names)
+    assert n == sum(p.numel() for p in hf.parameters() if p.requires_grad)
+    dw = debias.DeltaW(hf)
+    assert float(dw().detach()) == 0.0  # B starts at zero
+    mod = dw.lora_modules[0]
+    with torch.no_grad():
+        mod.lora_B["default"].weight.fill_(0.5)
+    a, b = mod.lora_A["default"].weight, mod.lora_B["default"].weight
+    assert float(dw().detach()) == pytest.approx(float((mod.scaling["default"] * (b @ a)).pow(2).sum().detach()), rel=1e-5)
+
+
+def test_wiseft_trains_top_layers_and_interpolates(fresh_minilm):
+    from biaslab.ragfair import debias
+
+    cfg = debias.MethodConfig(wiseft=True, wiseft_layers=2, wiseft_lambda=0.25)
+    hf = debias.transformer(fresh_minilm)
+    base = {k: v.detach().clone() for k, v in hf.state_dict().items()}
+    debias.prepare(fresh_minilm, cfg)
+    trainable = {k for k, p in hf.named_parameters() if p.requires_grad}
+    assert trainable and all(k.startswith(("encoder.layer.4.", "encoder.layer.5.")) for k in trainable)
+    key = "encoder.layer.5.output.dense.weight"
+    with torch.no_grad():
+        hf.state_dict()[key].add_(1.0)
+    debias.finalize(fresh_minilm, base, cfg)
+    after = debias.transformer(fresh_minilm).state_dict()
+    torch.testing.assert_close(after[key], base[key] + 0.25)
+    torch.testing.assert_close(after["encoder.layer.0.output.dense.weight"], base["encoder.layer.0.output.dense.weight"])
+    with pytest.raises(ValueError, match="wiseft_layers must be in 1..6"):
+        debias.prepare(fresh_minilm, debias.MethodConfig(wiseft=True, wiseft_layers=9))
+
+
+def test_head_mask_in_weights_equals_the_mask_gradient_hook(fresh_minilm):
+    """Zeroing W^O columns must give the same encoder as the m = 0 mask the importance is differentiated at."""
+    from biaslab.ragfair import debias
+
+    texts = ["The grandfather forgot.", "The grandson remembered.", "Who forgot?", "Who remembered?"]
+    sets = [bbq_seat.BBQSeatSets("Age", [*texts[:1], "The old man."], [*texts[1:2], "The young man."],
+                                 [*texts[2:3], "Who was confused?"], [*texts[3:], "Who was sharp?"])]
+    imp = debias.head_importance(fresh_minilm, sets)
+    assert imp.shape == (6, 12) and np.isfinite(imp).all() and np.abs(imp).sum() > 0
+    heads = debias.heads_to_mask(imp, 0.1)
+    assert 0 < len(heads) <= 7 and all(imp[h] > 0 for h in heads)
+    assert heads == sorted(heads, key=lambda h: -imp[h])
+    hf = debias.transformer(fresh_minilm)
+    n_heads, dh = 12, 32
+    zero = {h for h in heads}
+
+    def pre(layer):
+        def hook(module, args):
+            (x,) = args
+            m = torch.tensor([0.0 if (layer, j) in zero else 1.0 for j in range(n_heads)])
+            return (x.view(*x.shape[:-1], n_heads, dh) * m.view(n_heads, 1)).view(x.shape),
+        return hook
+
+    hooks = [lyr.attention.output.dense.register_forward_pre_hook(pre(i)) for i, lyr in enumerate(hf.encoder.layer)]
+    hooked = fresh_minilm.encode(texts, convert_to_numpy=True)
+    for h in hooks:
+        h.remove()
+    debias.apply_head_mask(fresh_minilm, heads)
+    np.testing.assert_allclose(fresh_minilm.encode(texts, convert_to_numpy=True), hooked, atol=1e-5)
+
+
+def test_app61_grid_has_the_papers_272_runs_and_the_committed_config_matches(tmp_path):
+    import yaml
+
+    from biaslab import config
+    from biaslab.ragfair import debias
+
+    from conftest import REPO
+
+    grid = debias.app61_grid()
+    assert len(grid) == 272 and all("." not in k for k in grid)
+    committed = yaml.safe_load((REPO / "configs/ragfair-app61-grid.yaml").read_text())["ragfair"]["train"]["runs"]
+    assert {k: v for k, v in committed.items() if k in grid} == grid
+    target = tmp_path / "params.yaml"
+    target.write_text((REPO / "params.yaml").read_text())
+    config.apply_overrides(REPO / "configs/paper-scale.yaml", target)
+    config.apply_overrides(REPO / "configs/ragfair-app61-grid.yaml", target)
+    p = config.load_params(target)
+    assert len(p.ragfair.train.runs) == 278 and len(p.ragfair.evaluate.checkpoints) == 11 and p.ragfair.evaluate.include_all_runs
+    cfg = debias.method_config(p.ragfair.train, "lora-r16a32_wise-l3m0p75_alpha1p0_beta0p0001_tau0p07")
+    assert (cfg.lora, cfg.wiseft, cfg.lora_r, cfg.lora_alpha, cfg.wiseft_layers, cfg.wiseft_lambda, cfg.tau,
+            cfg.beta, cfg.alpha) == (True, True, 16, 32, 3, 0.75, 0.07, 1e-4, 1.0)
+    assert debias.method_config(p.ragfair.train, "lora").lora_r == 8  # inherited from ragfair.train
