@@ -143,7 +143,7 @@ def test_correlation_z_scores_norms_and_bootstraps():
     # z-scoring makes the norm symmetric around the mean checkpoint; raw magnitudes keep the level
     flipped = extr.assign(spd=lambda d: 10 - d["spd"])
     assert extrinsic.correlate(intr, flipped, value_int="es", value_ext="spd")["pearson_r"] == pytest.approx(1.0)
-    assert extrinsic.correlate(intr, flipped, value_int="es", value_ext="spd", zscore=False)["pearson_r"] < -0.9
+    assert extrinsic.correlate(intr, flipped, value_int="es", value_ext="spd", zscore=False)["pearson_r"] < -0.5
     with pytest.raises(ValueError, match="at least 3 checkpoints"):
         extrinsic.correlate(intr[intr.checkpoint.isin(ck[:2])], extr, value_int="es", value_ext="spd")
 
