@@ -77,14 +77,8 @@ table1.round(4)
 # ## Layer probing (Fig. 1)
 
 # %%
-inputs = probing.probe_inputs(bbq)
-E = {col: enc.encode_layers(inputs[col].tolist()) for col in ("x_cq", "x_s", "x_n")}
-frames = []
-for cat, idx in bbq.groupby("category", sort=True).indices.items():
-    t = probing.probe_category(E["x_cq"][idx], E["x_s"][idx], E["x_n"][idx], tau=D.tau, folds=D.folds,
-                               alphas=D.ridge_alphas, seed=P.common.seed, shuffles=D.shuffles)
-    frames.append(t.assign(category=cat))
-probe = pd.concat(frames, ignore_index=True)[["category", "layer", "bias_mean", "bias_std", "r2", "r2_shuffled", "n"]]
+probe = probing.probe_all(bbq, enc, tau=D.tau, folds=D.folds, alphas=D.ridge_alphas, seed=P.common.seed,
+                          shuffles=D.shuffles)
 write_csv(OUT / "probing.csv", probe)
 trend = probing.depth_trend(probe)
 write_csv(OUT / "depth_trend.csv", trend)

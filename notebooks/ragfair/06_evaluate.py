@@ -93,6 +93,7 @@ print(f"{len(evaluation)} evaluation rows over {evaluation['category'].nunique()
 
 # %%
 card_of, masked_heads, embed_of = {}, {}, {}
+seat_texts = list(dict.fromkeys(t for s in bbq_seat.seat_sets(evaluation) for t in s.texts()))
 for ck in checkpoint_list:
     model = cards.load_checkpoint(ck.run, T.base_model, ROOT / "data/models/ragfair", P.common.device)
     if ck.mask:
@@ -103,8 +104,7 @@ for ck in checkpoint_list:
     enc = Encoder(model, batch_size=P.common.batch_size)
     card_of[ck.name] = cards.bias_card(enc, evaluation, seat_tests=seat_tests, seat_n_samples=E.seat_n_samples,
                                        tau=PR.tau, folds=PR.folds, alphas=PR.ridge_alphas, seed=P.common.seed)
-    texts = list(dict.fromkeys(t for s in bbq_seat.seat_sets(evaluation) for t in s.texts()))
-    embed_of[ck.name] = dict(zip(texts, enc.encode(texts), strict=True))
+    embed_of[ck.name] = dict(zip(seat_texts, enc.encode(seat_texts), strict=True))
     print(f"{ck.name}: {json.dumps({k: round(v, 4) for k, v in card_of[ck.name].summary.items()})}")
 
 # %% [markdown]
@@ -186,7 +186,7 @@ save_figure(fig, OUT / "intrinsic_vs_extrinsic.png")
 plt.show()
 
 # %%
-metrics = {"checkpoints": int(len(card_table)), "evaluation_rows": int(len(evaluation)),
+metrics = {"checkpoints": len(card_table), "evaluation_rows": len(evaluation),
            "table2": table2.set_index("checkpoint")[["spd", "eod", "acc_at_1", "bbq_seat_abs_es"]].round(4)
            .to_dict(orient="index"),
            "correlation": {k: {m: corr[k][m] for m in ("pearson_r", "spearman_rho", "pearson_ci", "spearman_ci")

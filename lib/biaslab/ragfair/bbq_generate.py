@@ -255,7 +255,7 @@ def compare_structure(generated: pd.DataFrame, released: pd.DataFrame) -> tuple[
                                       and (r["disambig_label_named"] == 1).all()),
         # stereotyped (target) groups must agree; the sampled non-target groups may differ (BBQ samples them)
         "same_target_groups": bool((both["target_groups_generated"] == both["target_groups_released"]).all()),
-        "rows_generated": int(len(generated)), "rows_released": int(len(released)),
+        "rows_generated": len(generated), "rows_released": len(released),
         "schema_equal": list(generated.columns) == list(released.columns),
     }
     return both.drop(columns="_merge"), checks

@@ -43,28 +43,17 @@ def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_sample
     """Every measurement of one checkpoint on the evaluation rows (and the sent-bias SEAT tests when given)."""
     cats = bbq_seat.run(bbq_seat.seat_sets(bbq_eval), encoder, n_samples=seat_n_samples, seed=seed)
     cats = cats.rename(columns={"effect_size": "bbq_seat_es", "p_value": "bbq_seat_p", "fairness": "bbq_seat_fairness"})
-    ext_rows, decisions = [], {}
-    for cat, g in bbq_eval.groupby("category", sort=True):
-        g = g.reset_index(drop=True)
-        retrieved, contexts = extrinsic.retrieve_contexts(encoder, g)
-        gold, pred = extrinsic.answer_roles(g), extrinsic.predicted_roles(g, retrieved, contexts)
-        hit = np.array([contexts[i] == c for i, c in zip(retrieved, g["context"], strict=True)])
-        decisions[cat] = (gold, pred, hit)
-        ext_rows.append({"category": cat, **extrinsic.parity_metrics(gold, pred), "acc_at_1": 100.0 * hit.mean()})
+    decisions = extrinsic.category_decisions(encoder, bbq_eval)
+    ext = extrinsic.extrinsic_bias(encoder, bbq_eval, decisions)[["category", "spd", "eod", "acc_at_1"]]
     cats["bbq_seat_abs_es"] = cats["bbq_seat_es"].abs()
     per_cat = cats[["category", "bbq_seat_es", "bbq_seat_abs_es", "bbq_seat_p", "bbq_seat_fairness"]].merge(
-        pd.DataFrame(ext_rows), on="category")
+        ext, on="category")
     # probing summary: bias at the last layer and its depth trend, probe R² at the last layer
-    inputs = probing.probe_inputs(bbq_eval)
-    E = {c: encoder.encode_layers(inputs[c].tolist()) for c in ("x_cq", "x_s", "x_n")}
-    prob_rows = []
-    for cat, idx in bbq_eval.reset_index(drop=True).groupby("category", sort=True).indices.items():
-        t = probing.probe_category(E["x_cq"][idx], E["x_s"][idx], E["x_n"][idx], tau=tau, folds=folds, alphas=alphas,
-                                   seed=seed)
-        rho = probing.depth_trend(t.assign(category=cat))["spearman_rho"].iloc[0]
-        prob_rows.append({"category": cat, "probe_bias_last": float(t["bias_mean"].iloc[-1]),
-                          "probe_r2_last": float(t["r2"].iloc[-1]), "probe_depth_rho": float(rho)})
-    per_cat = per_cat.merge(pd.DataFrame(prob_rows), on="category")
+    probe = probing.probe_all(bbq_eval, encoder, tau=tau, folds=folds, alphas=alphas, seed=seed)
+    last = probe.sort_values("layer").groupby("category").last()
+    rho = probing.depth_trend(probe).set_index("category")["spearman_rho"]
+    per_cat = per_cat.merge(pd.DataFrame({"probe_bias_last": last["bias_mean"], "probe_r2_last": last["r2"],
+                                          "probe_depth_rho": rho}).reset_index(), on="category")
     summary = {
         "bbq_seat_abs_es": float(per_cat["bbq_seat_es"].abs().mean()),
         "bbq_seat_fairness": float(per_cat["bbq_seat_fairness"].mean()),

@@ -300,7 +300,7 @@ def head_importance(st_model, seat_sets, *, batch_size: int = 64) -> np.ndarray:
 
 def heads_to_mask(importance: np.ndarray, fraction: float = 0.1) -> list[tuple[int, int]]:
     """The top ``fraction`` of all heads by importance, keeping only those with a positive score (§3.4.1)."""
-    k = int(round(fraction * importance.size))
+    k = round(fraction * importance.size)
     order = np.argsort(-importance, axis=None, kind="stable")[:k]
     return [tuple(int(v) for v in np.unravel_index(i, importance.shape)) for i in order
             if importance.flat[i] > 0]

@@ -79,18 +79,26 @@ def parity_metrics(gold: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     return {"spd": float(spd), "eod": eod}
 
 
-def extrinsic_bias(encoder, bbq: pd.DataFrame) -> pd.DataFrame:
-    """Per category: SPD, EOD, Acc@1 (%), the share of stereotype-consistent answers and the row count."""
-    rows = []
+def category_decisions(encoder, bbq: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per category: (gold answer roles, retrieved answer roles, own-context-first hits) of every row."""
+    out = {}
     for cat, g in bbq.groupby("category", sort=True):
         g = g.reset_index(drop=True)
         retrieved, contexts = retrieve_contexts(encoder, g)
-        gold, pred = answer_roles(g), predicted_roles(g, retrieved, contexts)
         hit = np.array([contexts[i] == c for i, c in zip(retrieved, g["context"], strict=True)])
+        out[cat] = (answer_roles(g), predicted_roles(g, retrieved, contexts), hit)
+    return out
+
+
+def extrinsic_bias(encoder, bbq: pd.DataFrame, decisions: dict | None = None) -> pd.DataFrame:
+    """Per category: SPD, EOD, Acc@1 (%), the share of stereotype-consistent answers and the row count
+    (from ``decisions`` of :func:`category_decisions` when given)."""
+    rows = []
+    for cat, (gold, pred, hit) in (decisions or category_decisions(encoder, bbq)).items():
         named = pred != "unknown"
         rows.append({"category": cat, **parity_metrics(gold, pred), "acc_at_1": 100.0 * float(hit.mean()),
                      "stereotyped_share": float((pred[named] == "stereotyped").mean()) if named.any() else float("nan"),
-                     "n": int(len(g))})
+                     "n": len(gold)})
     return pd.DataFrame(rows)
 
 

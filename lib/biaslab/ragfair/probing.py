@@ -82,8 +82,23 @@ def probe_category(layers_cq: np.ndarray, layers_s: np.ndarray, layers_n: np.nda
                           shuffles=shuffles)
         rows.append({"layer": layer, "bias_mean": float(bias[:, layer].mean()),
                      "bias_std": float(bias[:, layer].std(ddof=1)) if len(bias) > 1 else 0.0, **res,
-                     "n": int(len(bias))})
+                     "n": len(bias)})
     return pd.DataFrame(rows)
+
+
+def probe_all(bbq: pd.DataFrame, encoder, *, tau: float, folds: int, alphas: Sequence[float], seed: int,
+              shuffles: int = 1) -> pd.DataFrame:
+    """:func:`probe_category` for every category of ``bbq`` (one encoding pass of all rows): rows (category,
+    layer, bias_mean, bias_std, r2, r2_shuffled, n)."""
+    inputs = probe_inputs(bbq)
+    E = {col: encoder.encode_layers(inputs[col].tolist()) for col in ("x_cq", "x_s", "x_n")}
+    frames = []
+    for cat, idx in bbq.reset_index(drop=True).groupby("category", sort=True).indices.items():
+        t = probe_category(E["x_cq"][idx], E["x_s"][idx], E["x_n"][idx], tau=tau, folds=folds, alphas=alphas,
+                           seed=seed, shuffles=shuffles)
+        frames.append(t.assign(category=cat))
+    return pd.concat(frames, ignore_index=True)[["category", "layer", "bias_mean", "bias_std", "r2", "r2_shuffled",
+                                                 "n"]]
 
 
 def depth_trend(table: pd.DataFrame, value: str = "bias_mean") -> pd.DataFrame:
@@ -93,5 +108,5 @@ def depth_trend(table: pd.DataFrame, value: str = "bias_mean") -> pd.DataFrame:
         g = g.sort_values("layer")
         res = stats.spearmanr(g["layer"], g[value])
         out.append({"category": cat, "spearman_rho": float(res.statistic), "p_value": float(res.pvalue),
-                    "layers": int(len(g))})
+                    "layers": len(g)})
     return pd.DataFrame(out)
