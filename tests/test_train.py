@@ -30,3 +30,20 @@ def test_train_mnrl_saves_a_changed_model(tmp_path, minilm):
     s = "People like that are always lazy."
     assert not np.allclose(trained.encode([s]), minilm.encode([s]), atol=1e-4)
     assert not any(p.name.startswith(".model.") for p in tmp_path.iterdir())  # no temp folder left
+
+
+def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, capsys):
+    """Same seed → the same weights, the same run record and the same printed log (the executed notebooks
+    are DVC outputs, so a wall-clock line in them would make every forced rerun look like a change)."""
+    outputs, logs = [], []
+    for name in ("a", "b"):
+        out, _ = train_mnrl("minilm", tiny_triplets(), tmp_path / name, epochs=1, batch_size=4, learning_rate=1e-4,
+                            seed=3, device="cpu")
+        outputs.append(out)
+        logs.append(capsys.readouterr())
+    for f in ("biaslab_run.json", "model.safetensors"):
+        assert (outputs[0] / f).read_bytes() == (outputs[1] / f).read_bytes(), f
+    printed = logs[0].out + logs[0].err
+    assert "'loss'" in printed or "'train_loss'" in printed  # the log is still printed ...
+    assert "train_runtime" not in printed and "per_second" not in printed  # ... without timings
+    assert logs[0].out == logs[1].out

@@ -4,6 +4,7 @@ atomic model saving, progress bars that respect ``TQDM_DISABLE``)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -32,6 +33,61 @@ def save_model_atomically(model, out_dir: Path, config: dict[str, Any]) -> Path:
     return out_dir
 
 
+TIMING_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
+
+
+def _without_timings(logs: dict | None) -> dict | None:
+    return None if logs is None else {k: v for k, v in logs.items() if k not in TIMING_KEYS}
+
+
+def _deterministic_log_callbacks(trainer) -> None:
+    """Swap the trainer's log printers for ones that leave out wall-clock keys.
+
+    The trainer prints ``train_runtime`` and ``*_per_second`` at the end of training; inside an executed
+    notebook that line changes on every run, so a forced rerun with the same params would change the
+    notebook's hash and mark every downstream DVC stage stale. Loss, gradient norm, learning rate and
+    epoch are printed as before (``trainer.state.log_history`` keeps everything)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class QuietPrinter(PrinterCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return super().on_log(args, state, control, logs=_without_timings(logs), **kwargs)
+
+    class QuietProgress(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return super().on_log(args, state, control, logs=_without_timings(logs), **kwargs)
+
+    for cls, quiet in ((PrinterCallback, QuietPrinter), (ProgressCallback, QuietProgress)):
+        if trainer.pop_callback(cls) is not None:
+            trainer.add_callback(quiet)
+
+
+def fit(model, data, loss, *, epochs: int, batch_size: int, learning_rate: float, warmup_ratio: float,
+        seed: int, device: str, **args) -> tuple[Any, list[tuple[int, float]]]:
+    """Run the sentence-transformers trainer once, deterministically: seeded data order, batches without
+    duplicate texts (``NO_DUPLICATES``: a text that recurs across rows would otherwise be scored as its own
+    negative), no checkpoints, ≈10 loss logs per run, no wall-clock output.
+
+    ``args`` go to ``SentenceTransformerTrainingArguments`` unchanged. Returns (train result, loss curve
+    as (step, loss) pairs)."""
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    with tempfile.TemporaryDirectory() as scratch:
+        targs = SentenceTransformerTrainingArguments(
+            output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
+            learning_rate=learning_rate, warmup_steps=float(warmup_ratio), seed=seed, data_seed=seed,
+            batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", report_to="none",
+            logging_steps=max(1, math.ceil(len(data) / batch_size * epochs / 10)),
+            disable_tqdm=not progress_enabled(), use_cpu=device == "cpu", dataloader_num_workers=0, **args,
+        )
+        trainer = SentenceTransformerTrainer(model=model, args=targs, train_dataset=data, loss=loss)
+        _deterministic_log_callbacks(trainer)
+        result = trainer.train()
+    curve = [(int(h["step"]), float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
+    return result, curve
+
+
 def train_mnrl(base: str, triplets: pd.DataFrame, out_dir: Path, *, epochs: int = 1, batch_size: int = 32,
                learning_rate: float = 2e-5, warmup_ratio: float = 0.1, scale: float = 20.0,
                max_seq_length: int | None = 256, seed: int = 42, device: str = "auto",
@@ -39,11 +95,8 @@ def train_mnrl(base: str, triplets: pd.DataFrame, out_dir: Path, *, epochs: int 
     """Fine-tune a bi-encoder on (anchor, positive, negative) with MultipleNegativesRankingLoss — in-batch
     negatives plus the hard negative, cosine similarity × ``scale`` (intersect §4.2, Alg. 1).
 
-    Batches never hold the same text twice (``NO_DUPLICATES``): anchors recur across their triplets and a
-    duplicate would be scored as its own negative. Returns (model folder, training log summary)."""
+    Batches never hold the same text twice (anchors recur across their triplets; see ``fit``). Returns (model folder, training log summary)."""
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from .models import load_sentence_transformer
@@ -55,21 +108,11 @@ def train_mnrl(base: str, triplets: pd.DataFrame, out_dir: Path, *, epochs: int 
         model.max_seq_length = max_seq_length
     data = Dataset.from_pandas(triplets[["anchor", "positive", "negative"]].reset_index(drop=True),
                                preserve_index=False)
-    with tempfile.TemporaryDirectory() as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
-            learning_rate=learning_rate, warmup_ratio=warmup_ratio, seed=seed, data_seed=seed,
-            batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", report_to="none",
-            logging_steps=max(1, len(data) // batch_size // 10), disable_tqdm=not progress_enabled(),
-            use_cpu=dev == "cpu", dataloader_num_workers=0,
-        )
-        trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
-                                             loss=MultipleNegativesRankingLoss(model, scale=scale))
-        result = trainer.train()
-        history = [h for h in trainer.state.log_history if "loss" in h]
-    summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step),
-               "runtime_s": float(result.metrics.get("train_runtime", 0.0)), "triplets": len(data),
-               "loss_curve": [(int(h["step"]), float(h["loss"])) for h in history]}
+    result, curve = fit(model, data, MultipleNegativesRankingLoss(model, scale=scale), epochs=epochs,
+                        batch_size=batch_size, learning_rate=learning_rate, warmup_ratio=warmup_ratio, seed=seed,
+                        device=dev)
+    summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step), "triplets": len(data),
+               "loss_curve": curve}
     run = {"base": base, "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
            "warmup_ratio": warmup_ratio, "scale": scale, "max_seq_length": max_seq_length, "seed": seed,
            "device": dev, **(config or {}), "summary": summary}

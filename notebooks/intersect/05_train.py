@@ -69,8 +69,7 @@ out, summary = train_mnrl(T.base_model, pool, ROOT / "data/models/intersect" / r
                           scale=T.scale, max_seq_length=T.max_seq_length, seed=P.common.seed,
                           device=P.common.device, config={"run": run, "corpus": corpus, "strategy": strategy,
                                                           "subset": subset})
-write_json(ROOT / f"reports/intersect/train/{run}.json",
-           {k: v for k, v in summary.items() if k != "runtime_s"} | {"run": run})
+write_json(ROOT / f"reports/intersect/train/{run}.json", summary | {"run": run})
 fig, ax = plt.subplots(figsize=(5, 3))
 if summary["loss_curve"]:
     ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")

@@ -19,7 +19,6 @@ batches without repeated texts) with :class:`FairContrastiveLoss`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -203,15 +202,11 @@ def train(base: str, pairs, out_dir, cfg: MethodConfig, *, epochs: int = 3, batc
     """Train one recipe on ``pairs`` (columns ``COLUMNS``) and save the merged checkpoint atomically.
 
     Returns (folder, summary). ``cfg.trains`` must be true (head masking alone needs no training)."""
-    import tempfile
-
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.base.sampler import BatchSamplers
 
     from ..models import load_sentence_transformer
-    from ..runtime import progress_enabled, seed_everything, select_device
-    from ..train import save_model_atomically
+    from ..runtime import seed_everything, select_device
+    from ..train import fit, save_model_atomically
 
     if not cfg.trains:
         raise ValueError("this recipe trains nothing (set lora and/or wiseft)")
@@ -227,21 +222,13 @@ def train(base: str, pairs, out_dir, cfg: MethodConfig, *, epochs: int = 3, batc
     n_trainable = prepare(model, cfg)
     loss = fair_contrastive_loss(model, cfg)
     data = Dataset.from_pandas(pairs[list(COLUMNS)].reset_index(drop=True), preserve_index=False)
-    with tempfile.TemporaryDirectory() as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
-            learning_rate=learning_rate, warmup_steps=float(warmup_ratio), max_grad_norm=max_grad_norm, seed=seed,
-            data_seed=seed, batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", report_to="none",
-            logging_steps=max(1, math.ceil(len(data) / batch_size * epochs / 10)), disable_tqdm=not progress_enabled(),
-            use_cpu=dev == "cpu", dataloader_num_workers=0, optim="adamw_torch",
-        )
-        trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
-        result = trainer.train()
-        history = [h for h in trainer.state.log_history if "loss" in h]
+    result, curve = fit(model, data, loss, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                        warmup_ratio=warmup_ratio, seed=seed, device=dev, max_grad_norm=max_grad_norm,
+                        optim="adamw_torch")
     finalize(model, base_state, cfg)
     summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step),
                "trainable_parameters": int(n_trainable), "pairs": len(data), "last_terms": loss.last,
-               "loss_curve": [(int(h["step"]), float(h["loss"])) for h in history]}
+               "loss_curve": curve}
     run = {"base": base, "method": cfg.__dict__ | {"lora_targets": list(cfg.lora_targets)}, "epochs": epochs,
            "batch_size": batch_size, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
            "max_grad_norm": max_grad_norm, "seed": seed, "device": dev, **(run_config or {}), "summary": summary}
