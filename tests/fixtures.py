@@ -142,11 +142,35 @@ def write_trec_fair(raw: Path) -> None:
     (root / "selected_topics_22.txt").write_text("\n".join(f"Topic {i}" for i in range(100)))
 
 
+def write_wikitext(raw: Path) -> None:
+    root = raw / "wikitext2_valid_test"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "wikitext2_valid.txt").write_text(
+        " \n = Ada Lovelace = \n \n Ada Lovelace was an English <unk> . She wrote the first program in 1 @,@ 843 "
+        ". It ran on the Analytical Engine ( a design ) . \n \n = = Early life = = \n \n She was born in London "
+        ", the only child of Lord Byron 's marriage . \n")
+    (root / "wikitext2_test.txt").write_text(" \n = <unk> = \n \n A state @-@ of @-@ the @-@ art \" engine \" was "
+                                             "built in 0 @.@ 7 years . \n")
+
+
+def write_trec_dl(raw: Path) -> None:
+    root = raw / "trecdl_passage_bm25_top100_text"
+    root.mkdir(parents=True, exist_ok=True)
+    for year, qid in (("dl19", 19335), ("dl20", 1030303)):
+        hits = [{"content": f"Passage {d} about anthropology.", "qid": qid, "docid": str(d), "rank": r + 1,
+                 "score": 10.0 - r} for r, d in enumerate((11, 12, 13))]
+        (root / f"retrieve_results_bm25_{year}.json").write_text(json.dumps([{"query": "q", "hits": hits}]))
+        (root / f"qrels.{year}-passage.txt").write_text(f"{qid} Q0 11 0\n{qid} Q0 12 3\n{qid} Q0 99 2\n")
+    (root / "topics.dl19-passage.txt").write_text("19335\tanthropological definition of environment\n")
+    (root / "topics.dl20.txt").write_text("1030303\twho is aziz hashim\n")
+
+
 WRITERS = {
     "seat": write_seat, "indibias": write_indibias, "sbic": write_sbic, "bbq": write_bbq,
     "twinviews_13k": write_twinviews, "debiasing_rag_kim2025": write_kim2025,
     "genderbias_ir_rekabsaz2020": write_rekabsaz, "msmarco_fair_queries_rekabsaz2021": write_rekabsaz,
-    "grep_biasir": write_grep, "trec_fair_2022": write_trec_fair,
+    "grep_biasir": write_grep, "trec_fair_2022": write_trec_fair, "wikitext2_valid_test": write_wikitext,
+    "trecdl_passage_bm25_top100_text": write_trec_dl,
 }
 
 

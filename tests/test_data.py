@@ -14,8 +14,10 @@ from biaslab.data import (
     rekabsaz,
     sbic,
     seat,
+    trec_dl,
     trec_fair,
     twinviews,
+    wikitext,
 )
 from biaslab.data.fetch import validators
 
@@ -182,3 +184,31 @@ def test_grep_documents(raw_dir):
 def test_trec_fair_split_is_50_50(raw_dir):
     t = trec_fair.load(raw_dir)
     assert t["split"].value_counts().to_dict() == {"train": 50, "eval": 50}
+
+
+def test_wikitext_articles_sections_and_detokenisation(raw_dir):
+    para = wikitext.load_paragraphs(raw_dir=raw_dir)
+    assert para["article"].tolist() == ["Ada Lovelace", "Ada Lovelace", "<unk>"]
+    assert para["article_id"].tolist() == [0, 0, 1] and para["section"].fillna("").tolist() == ["", "Early life", ""]
+    assert para["text"].iloc[0] == ("Ada Lovelace was an English <unk>. She wrote the first program in 1,843. "
+                                    "It ran on the Analytical Engine (a design).")
+    assert para["text"].iloc[1].endswith("Lord Byron's marriage.")
+    assert para["text"].iloc[2] == 'A state-of-the-art "engine" was built in 0.7 years.'
+    sents = wikitext.load_sentences(raw_dir=raw_dir, min_words=3)
+    assert sents.loc[sents["paragraph"] == 0, "sentence"].tolist() == [
+        "Ada Lovelace was an English <unk>.", "She wrote the first program in 1,843.",
+        "It ran on the Analytical Engine (a design)."]
+    (raw_dir / "wikitext2_valid_test" / "wikitext2_valid.txt").write_text("Orphan text before any title .\n")
+    with pytest.raises(DataError, match=r"wikitext2_valid.txt: line 1: text before the first"):
+        wikitext.load_paragraphs(raw_dir=raw_dir)
+
+
+def test_trec_dl_candidates_qrels_topics(raw_dir):
+    cand = trec_dl.load_candidates("dl19", raw_dir)
+    assert cand["docid"].tolist() == ["11", "12", "13"] and cand["qid"].unique().tolist() == ["19335"]
+    qrels = trec_dl.load_qrels("dl19", raw_dir)
+    assert trec_dl.judged_queries(cand, qrels) == ["19335"]
+    assert trec_dl.load_topics("dl20", raw_dir)["query"].tolist() == ["who is aziz hashim"]
+    (raw_dir / "trecdl_passage_bm25_top100_text" / "qrels.dl19-passage.txt").write_text("19335 Q0 11 zero\n")
+    with pytest.raises(DataError, match=r"qrels.dl19-passage.txt: line 1"):
+        trec_dl.load_qrels("dl19", raw_dir)

@@ -41,7 +41,9 @@ def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, caps
                             seed=3, device="cpu")
         outputs.append(out)
         logs.append(capsys.readouterr())
-    for f in ("biaslab_run.json", "model.safetensors"):
+    files = sorted(p.relative_to(outputs[0]) for p in outputs[0].rglob("*") if p.is_file())
+    assert {"biaslab_run.json", "model.safetensors"} <= {str(f) for f in files}
+    for f in files:  # every file, the saved model card included
         assert (outputs[0] / f).read_bytes() == (outputs[1] / f).read_bytes(), f
     printed = logs[0].out + logs[0].err
     assert "'loss'" in printed or "'train_loss'" in printed  # the log is still printed ...

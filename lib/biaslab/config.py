@@ -51,6 +51,8 @@ DATASETS = (
     "msmarco_fair_queries_rekabsaz2021",
     "grep_biasir",
     "trec_fair_2022",
+    "wikitext2_valid_test",
+    "trecdl_passage_bm25_top100_text",
 )
 DatasetName = Literal[DATASETS]  # type: ignore[valid-type]
 
@@ -123,10 +125,24 @@ class RagfairProbing(_Section):
     seat_n_samples: int = Field(10_000, gt=1)
 
 
+class RagfairLLMPairs(_Section):
+    """App. 6.2's LLM pipeline (used when ``ragfair.pairs.source`` is ``llm``; see ``biaslab.ragfair.llm_pairs``)."""
+
+    topics: Literal["train", "all"] = "train"  # TREC Fair 2022 topics: the track's 50 training topics, or all 100
+    group_pairs_per_category: int | None = Field(8, gt=0)  # BBQ descriptor pairs per category; None = all
+    top_k: int = Field(10, gt=0)  # Wikipedia sentences retrieved per neutral query (paper: 10)
+    sentences_per_query: int = Field(1, gt=0)  # of those, rephrased into pairs (paper: all 10)
+    words: int = Field(50, gt=0)  # length of each rephrased variant (paper: 50 words)
+    max_new_tokens: int = Field(128, gt=0)
+    min_sentence_words: int = Field(6, gt=0)  # shorter WikiText sentences are not retrieval candidates
+
+
 class RagfairPairs(_Section):
     """§4.3 / App. 6.2: contrastive training pairs."""
 
+    source: Literal["bbq", "llm"] = "bbq"  # bbq: offline construction from real BBQ text; llm: the paper's pipeline
     n_pairs: int = Field(320, ge=0)  # paper: 20,985 sampled from 135,845; 0 = all
+    llm_pipeline: RagfairLLMPairs = Field(default_factory=RagfairLLMPairs)
 
 
 class RagfairRun(_Section):
@@ -323,6 +339,108 @@ class Intersect(_Section):
     evaluate: IntersectEvaluate = Field(default_factory=IntersectEvaluate)
 
 
+# ------------------------------------------------------------------------------------- ragcontrol
+Task = Literal["GenderBias-QA", "PoliticBias-QA"]
+CandidateCorpus = Literal["msmarco", "wikipedia", "twinviews"]
+
+
+class RagcontrolCandidates(_Section):
+    """App. "Training": candidate documents per training question (see ``biaslab.ragcontrol.candidates``)."""
+
+    top_k: int = Field(3, gt=0)  # per corpus and query variant (paper: 3)
+    corpora: dict[Task, list[CandidateCorpus]] = Field(default_factory=lambda: {
+        "GenderBias-QA": ["msmarco", "wikipedia"], "PoliticBias-QA": ["msmarco", "wikipedia", "twinviews"]})
+    max_pool: int = Field(0, ge=0)  # documents per candidate corpus, a seeded sample; 0 = the whole corpus
+    max_positives: int = Field(10, gt=0)  # public code: 10
+    max_negatives: int = Field(10, gt=0)  # public code: 10
+    pad_negatives_with_neutral: dict[Task, bool] = Field(default_factory=lambda: {
+        "GenderBias-QA": True, "PoliticBias-QA": False})  # as the public code's data.py
+
+
+class RagcontrolRun(_Section):
+    task: Task
+    freeze_layers: int = Field(0, ge=0)  # public code --freeze_layers: 0 = full fine-tuning, k = last k MLPs
+    learning_rate: float | None = Field(None, gt=0)  # None: ragcontrol.train.learning_rate
+    epochs: int | None = Field(None, gt=0)
+
+
+class RagcontrolTrain(_Section):
+    """App. "Training" + the public code's grid (lr {3e-5, 1e-5}, epochs {5, 10, 15}, freeze {0..4}, merge
+    {0.1..0.9}, batch 8, AdamW wd 0.01, 10 warm-up steps, scale 50)."""
+
+    epochs: int = Field(5, gt=0)
+    batch_size: int = Field(8, gt=0)
+    learning_rate: float = Field(3e-5, gt=0)
+    weight_decay: float = Field(0.01, ge=0)
+    warmup_steps: int = Field(10, ge=0)
+    scale: float = Field(50.0, gt=0)
+    max_seq_length: int = Field(512, gt=0)
+    runs: dict[str, RagcontrolRun]
+    merges: list[float] = Field(default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9, 1.0])  # WiSE-FT m; 1.0 = as trained
+
+    @field_validator("merges")
+    @classmethod
+    def _merges(cls, v: list[float]) -> list[float]:
+        if not v or any(not 0 < m <= 1 for m in v):
+            raise ValueError("WiSE-FT merge weights must lie in (0, 1]")
+        return v
+
+
+class RagcontrolProjection(_Section):
+    alphas: list[float] = Field(default_factory=lambda: [round(1.0 + 0.2 * i, 1) for i in range(11)])
+    words: dict[Task, str] = Field(default_factory=lambda: {"GenderBias-QA": "female", "PoliticBias-QA": "republican"})
+
+
+class RagcontrolSampling(_Section):
+    top_n: list[int] = Field(default_factory=lambda: [3, 8])
+    taus: list[float] = Field(default_factory=lambda: [0.0, 0.1, 0.25, 0.5, 1.0])
+
+
+class RagcontrolReader(_Section):
+    """A reader LLM (see ``biaslab.ragcontrol.reader``)."""
+
+    engine: Literal["transformers", "openai"] = "transformers"  # openai: llm.openai endpoint, generate mode only
+    name: str = "smollm2-135m-instruct"  # a causal LM of the model registry (engine transformers)
+    gender_mode: Literal["likelihood", "generate"] = "likelihood"
+    politics_mode: Literal["letter", "claim", "generate"] = "claim"
+    max_questions: int = Field(0, ge=0)  # a seeded subset of test questions per task; 0 = all
+    max_doc_words: int | None = Field(None, gt=0)  # truncate documents in reader prompts; None = whole
+    batch_size: int = Field(8, gt=0)
+
+    @model_validator(mode="after")
+    def _api_generates(self):
+        if self.engine == "openai" and (self.gender_mode, self.politics_mode) != ("generate", "generate"):
+            raise ValueError("an openai reader has no option likelihoods here: set gender_mode and politics_mode "
+                             "to generate")
+        return self
+
+
+class RagcontrolUtility(_Section):
+    trec_dl: list[Literal["dl19", "dl20"]] = Field(default_factory=lambda: ["dl19", "dl20"])
+    k: int = Field(10, gt=0)  # nDCG@k of the re-ranked BM25 top-100
+    max_queries: int = Field(0, ge=0)  # judged queries per year, a seeded sample; 0 = all
+
+
+class Ragcontrol(_Section):
+    tasks: list[Task] = Field(default_factory=lambda: ["GenderBias-QA", "PoliticBias-QA"])
+    embedder: str = "minilm"  # paper: thenlper/gte-base
+    max_seq_length: int = Field(512, gt=0)
+    judge: Literal["lexicon", "llm"] = "lexicon"  # llm: the appendix judge prompts through the llm section
+    candidates: RagcontrolCandidates = Field(default_factory=RagcontrolCandidates)
+    train: RagcontrolTrain
+    projection: RagcontrolProjection = Field(default_factory=RagcontrolProjection)
+    sampling: RagcontrolSampling = Field(default_factory=RagcontrolSampling)
+    reader: RagcontrolReader = Field(default_factory=RagcontrolReader)
+    utility: RagcontrolUtility = Field(default_factory=RagcontrolUtility)
+
+    @model_validator(mode="after")
+    def _runs_use_listed_tasks(self):
+        bad = sorted(name for name, r in self.train.runs.items() if r.task not in self.tasks)
+        if bad:
+            raise ValueError(f"ragcontrol.train.runs {bad} train a task not in ragcontrol.tasks {self.tasks}")
+        return self
+
+
 # --------------------------------------------------------------------------------------- top level
 class Params(_Section):
     common: Common = Field(default_factory=Common)
@@ -331,6 +449,7 @@ class Params(_Section):
     llm: LLM = Field(default_factory=LLM)
     ragfair: Ragfair = Field(default_factory=Ragfair)
     intersect: Intersect | None = None
+    ragcontrol: Ragcontrol | None = None
 
     def get(self, dotted: str) -> Any:
         """The value at a dotted key (``ragfair.seat.n_samples``)."""

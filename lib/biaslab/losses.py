@@ -41,3 +41,29 @@ def fairness_gap(queries, biased_a, biased_b, variant: str = "squared"):
     if variant == "mean_gap":
         return (sa.mean() - sb.mean()).abs()
     raise ValueError(f"unknown fairness variant {variant!r}: use squared or mean_gap")
+
+
+def multi_positive_contrastive(queries, documents, labels, scale: float = 50.0):
+    """ragcontrol's reverse-biasing objective (App. "Training", eq. 1; public code ``embedder/loss.py``):
+
+        L = mean_i −log( Σ_{k∈P_i} exp(s·cos(q_i, d⁺_k)) / (Σ_{k∈P_i} exp(s·cos(q_i, d⁺_k)) + Σ_{j∈N_i} exp(s·cos(q_i, d⁻_j))) )
+
+    with each query's own positives and negatives only (no in-batch negatives) and s = 50 (the paper's
+    "temperature 50" is this scale). Computed as logsumexp(all) − logsumexp(positives), which is the same number
+    without the overflow of a raw exp(50·cos) in half precision (the reference exponentiates directly).
+
+    ``queries`` [B, d]; ``documents`` [B, M, d]; ``labels`` [B, M] with 1 = positive, −1 = negative, 0 = padding
+    (queries have different numbers of documents). Every query needs at least one positive."""
+    import torch
+    import torch.nn.functional as F
+
+    q = F.normalize(queries, dim=-1)
+    d = F.normalize(documents, dim=-1)
+    s = scale * torch.einsum("bd,bmd->bm", q, d)
+    pos, used = labels > 0, labels != 0
+    if not bool(pos.any(dim=1).all()):
+        raise ValueError("every query needs at least one positive document")
+    neg_inf = torch.finfo(s.dtype).min
+    lse_pos = torch.logsumexp(s.masked_fill(~pos, neg_inf), dim=1)
+    lse_all = torch.logsumexp(s.masked_fill(~used, neg_inf), dim=1)
+    return (lse_all - lse_pos).mean()

@@ -22,7 +22,7 @@ def save_model_atomically(model, out_dir: Path, config: dict[str, Any]) -> Path:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        model.save_pretrained(str(tmp))
+        model.save_pretrained(str(tmp), create_model_card=False)  # the card records wall-clock training time
         (tmp / "biaslab_run.json").write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -62,22 +62,23 @@ def _deterministic_log_callbacks(trainer) -> None:
             trainer.add_callback(quiet)
 
 
-def fit(model, data, loss, *, epochs: int, batch_size: int, learning_rate: float, warmup_ratio: float,
-        seed: int, device: str, **args) -> tuple[Any, list[tuple[int, float]]]:
-    """Run the sentence-transformers trainer once, deterministically: seeded data order, batches without
-    duplicate texts (``NO_DUPLICATES``: a text that recurs across rows would otherwise be scored as its own
-    negative), no checkpoints, ≈10 loss logs per run, no wall-clock output.
+def fit(model, data, loss, *, epochs: int, batch_size: int, learning_rate: float, warmup: float, seed: int,
+        device: str, no_duplicates: bool = True, **args) -> tuple[Any, list[tuple[int, float]]]:
+    """Run the sentence-transformers trainer once, deterministically: seeded data order, no checkpoints, ≈10 loss
+    logs per run, no wall-clock output. ``warmup`` < 1 is a fraction of the steps, ≥ 1 a number of steps.
 
-    ``args`` go to ``SentenceTransformerTrainingArguments`` unchanged. Returns (train result, loss curve
-    as (step, loss) pairs)."""
+    ``no_duplicates`` builds batches without repeated texts (``NO_DUPLICATES``), needed by losses with in-batch
+    negatives: a text that recurs across rows would otherwise be scored as its own negative. ``args`` go to
+    ``SentenceTransformerTrainingArguments`` unchanged. Returns (train result, loss curve as (step, loss))."""
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
 
     with tempfile.TemporaryDirectory() as scratch:
         targs = SentenceTransformerTrainingArguments(
             output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
-            learning_rate=learning_rate, warmup_steps=float(warmup_ratio), seed=seed, data_seed=seed,
-            batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", report_to="none",
+            learning_rate=learning_rate, warmup_steps=warmup if warmup >= 1 else float(warmup), seed=seed,
+            data_seed=seed, batch_sampler=BatchSamplers.NO_DUPLICATES if no_duplicates else BatchSamplers.BATCH_SAMPLER,
+            save_strategy="no", report_to="none",
             logging_steps=max(1, math.ceil(len(data) / batch_size * epochs / 10)),
             disable_tqdm=not progress_enabled(), use_cpu=device == "cpu", dataloader_num_workers=0, **args,
         )
@@ -109,11 +110,44 @@ def train_mnrl(base: str, triplets: pd.DataFrame, out_dir: Path, *, epochs: int 
     data = Dataset.from_pandas(triplets[["anchor", "positive", "negative"]].reset_index(drop=True),
                                preserve_index=False)
     result, curve = fit(model, data, MultipleNegativesRankingLoss(model, scale=scale), epochs=epochs,
-                        batch_size=batch_size, learning_rate=learning_rate, warmup_ratio=warmup_ratio, seed=seed,
-                        device=dev)
+                        batch_size=batch_size, learning_rate=learning_rate, warmup=warmup_ratio, seed=seed, device=dev)
     summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step), "triplets": len(data),
                "loss_curve": curve}
     run = {"base": base, "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
            "warmup_ratio": warmup_ratio, "scale": scale, "max_seq_length": max_seq_length, "seed": seed,
            "device": dev, **(config or {}), "summary": summary}
     return save_model_atomically(model, out_dir, run), summary
+
+
+# ------------------------------------------------------------------------------------ weights of an encoder
+def transformer(st_model):
+    """The Hugging Face model inside a sentence-transformers model (``model[0].model``; a peft wrapper while
+    LoRA trains)."""
+    return st_model[0].model
+
+
+def encoder_layers(hf_model):
+    """The list of transformer blocks of a BERT-style encoder (also through a peft wrapper)."""
+    base = hf_model.get_base_model() if hasattr(hf_model, "get_base_model") else hf_model
+    for path in ("encoder.layer", "bert.encoder.layer", "layers"):
+        obj = base
+        try:
+            for part in path.split("."):
+                obj = getattr(obj, part)
+            return obj
+        except AttributeError:
+            continue
+    raise ValueError(f"cannot find the transformer layers of {type(base).__name__} (expected a BERT-style encoder)")
+
+
+def interpolate_weights(hf_model, base_state: dict, lam: float) -> None:
+    """WiSE-FT (Wortsman et al. 2022), in place: θ = (1 − λ)·θ_base + λ·θ for every floating-point tensor that
+    ``base_state`` holds (λ = 1 keeps the fine-tuned weights, λ = 0 restores the base)."""
+    import torch
+
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"WiSE-FT mixing weight must be in [0, 1], got {lam}")
+    with torch.no_grad():
+        for name, p in hf_model.state_dict().items():
+            if name in base_state and p.dtype.is_floating_point:
+                p.copy_((1.0 - lam) * base_state[name].to(p.device) + lam * p)

@@ -41,6 +41,8 @@ datasets = [
     "msmarco_fair_queries_rekabsaz2021",
     "grep_biasir",
     "trec_fair_2022",
+    "wikitext2_valid_test",
+    "trecdl_passage_bm25_top100_text",
 ]
 
 # %%

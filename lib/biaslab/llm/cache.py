@@ -61,3 +61,34 @@ class CachedLLM(LLM):
                                      [(keys[i], self.backend, self.model, a) for i, a in zip(todo, answers, strict=False)])
             found.update((keys[i], a) for i, a in zip(todo, answers, strict=False))
         return [found[k] for k in keys]
+
+
+class ScoreCache:
+    """On-disk cache of numeric model outputs (log-probabilities of answer options and the like), keyed by
+    everything that determines them: ``(model, kind, prompt, options)``. One SQLite file per purpose."""
+
+    def __init__(self, name: str = "scores", path: Path | None = None):
+        self.path = path or cache_dir() / "llm" / f"{name}.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS scores (k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+
+    @staticmethod
+    def key(model: str, kind: str, prompt: str, options: tuple[str, ...]) -> str:
+        blob = json.dumps([model, kind, prompt, list(options)], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def get(self, keys: list[str]) -> dict[str, list[float]]:
+        found: dict[str, list[float]] = {}
+        unique = list(dict.fromkeys(keys))
+        for s in range(0, len(unique), 900):
+            chunk = unique[s : s + 900]
+            found.update((k, json.loads(v)) for k, v in self._db.execute(
+                f"SELECT k, v FROM scores WHERE k IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+        return found
+
+    def put(self, items: dict[str, list[float]]) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?)",
+                                 [(k, json.dumps([float(x) for x in v])) for k, v in items.items()])

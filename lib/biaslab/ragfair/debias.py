@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..losses import fairness_gap, nt_xent
+from ..train import encoder_layers, interpolate_weights, transformer
 
 COLUMNS = ("query", "passage", "biased_stereotyped", "biased_non_stereotyped")
 
@@ -83,26 +84,6 @@ def app61_grid() -> dict[str, dict]:
             name = "_".join([*parts, f"alpha{alpha}", f"beta{beta:g}", f"tau{tau}"]).replace(".", "p")
             runs[name] = {**m, "alpha": alpha, "beta": beta, "tau": tau}
     return runs
-
-
-def transformer(st_model):
-    """The Hugging Face model inside a sentence-transformers model (``model[0].model``; a peft wrapper while
-    LoRA trains)."""
-    return st_model[0].model
-
-
-def encoder_layers(hf_model):
-    """The list of transformer blocks of a BERT-style encoder (also through a peft wrapper)."""
-    base = hf_model.get_base_model() if hasattr(hf_model, "get_base_model") else hf_model
-    for path in ("encoder.layer", "bert.encoder.layer", "layers"):
-        obj = base
-        try:
-            for part in path.split("."):
-                obj = getattr(obj, part)
-            return obj
-        except AttributeError:
-            continue
-    raise ValueError(f"cannot find the transformer layers of {type(base).__name__} (expected a BERT-style encoder)")
 
 
 class DeltaW:
@@ -180,18 +161,13 @@ def prepare(st_model, cfg: MethodConfig):
 
 def finalize(st_model, base_state: dict, cfg: MethodConfig) -> None:
     """Merge LoRA into the weights and apply the WiSE-FT interpolation with the base weights, in place."""
-    import torch
 
     hf = transformer(st_model)
     if cfg.lora:
         hf = hf.merge_and_unload()
         st_model[0].model = hf
     if cfg.wiseft:
-        lam = cfg.wiseft_lambda
-        with torch.no_grad():
-            for name, p in hf.state_dict().items():
-                if name in base_state and p.dtype.is_floating_point:
-                    p.copy_((1.0 - lam) * base_state[name].to(p.device) + lam * p)
+        interpolate_weights(hf, base_state, cfg.wiseft_lambda)
     for p in hf.parameters():
         p.requires_grad_(True)
 
@@ -223,7 +199,7 @@ def train(base: str, pairs, out_dir, cfg: MethodConfig, *, epochs: int = 3, batc
     loss = fair_contrastive_loss(model, cfg)
     data = Dataset.from_pandas(pairs[list(COLUMNS)].reset_index(drop=True), preserve_index=False)
     result, curve = fit(model, data, loss, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                        warmup_ratio=warmup_ratio, seed=seed, device=dev, max_grad_norm=max_grad_norm,
+                        warmup=warmup_ratio, seed=seed, device=dev, max_grad_norm=max_grad_norm,
                         optim="adamw_torch")
     finalize(model, base_state, cfg)
     summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step),

@@ -1,0 +1,75 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # ragcontrol — reverse-bias one embedder (Kim et al. 2025, App. "Training")
+#
+# One run = one entry of `ragcontrol.train.runs`: the base embedder fine-tuned on its task's trainer rows with the
+# multi-positive contrastive loss (scale 50; positives female / conservative, negatives male / liberal), fully or
+# only the last k MLPs (`freeze_layers`, as the public code). The WiSE-FT family (merge weights m) is built from
+# this checkpoint in the retrieval stage.
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from biaslab import config, models
+from biaslab.io import write_json
+from biaslab.paths import repo_root
+from biaslab.plots import save_figure, set_style
+from biaslab.ragcontrol import finetune
+
+# %% tags=["parameters"]
+run = "gender-full"
+seed = 42
+device = "auto"
+embedder = "minilm"
+epochs = 2
+batch_size = 8
+learning_rate = 3.0e-5
+weight_decay = 0.01
+warmup_steps = 10
+scale = 50.0
+max_seq_length = 128
+runs = {"gender-full": {"task": "GenderBias-QA", "freeze_layers": 0},
+        "gender-last2": {"task": "GenderBias-QA", "freeze_layers": 2},
+        "politics-full": {"task": "PoliticBias-QA", "freeze_layers": 0},
+        "politics-last2": {"task": "PoliticBias-QA", "freeze_layers": 2}}
+
+# %%
+P = config.notebook_params(globals(), stage=f"ragcontrol_train@{run}")
+T = P.ragcontrol.train
+assert run in T.runs, f"run {run!r} is not in ragcontrol.train.runs ({sorted(T.runs)})"
+R = T.runs[run]
+ROOT = repo_root()
+models.preflight([P.ragcontrol.embedder])
+set_style()
+rows = pd.read_parquet(ROOT / "data/processed/ragcontrol/tasks" / R.task / "train_rows.parquet")
+rows["label"] = rows["label"].map(list)
+print(f"{run}: {R.task}, freeze_layers={R.freeze_layers}; {len(rows)} training questions")
+
+# %%
+out, summary = finetune.train(
+    P.ragcontrol.embedder, rows, ROOT / "data/models/ragcontrol" / run, freeze_layers=R.freeze_layers,
+    epochs=R.epochs or T.epochs, batch_size=T.batch_size, learning_rate=R.learning_rate or T.learning_rate,
+    weight_decay=T.weight_decay, warmup_steps=T.warmup_steps, scale=T.scale, max_seq_length=T.max_seq_length,
+    seed=P.common.seed, device=P.common.device, run_config={"run": run, "task": R.task})
+write_json(ROOT / f"reports/ragcontrol/train/{run}.json", summary | {"run": run, "task": R.task,
+                                                                     "freeze_layers": R.freeze_layers})
+fig, ax = plt.subplots(figsize=(5, 3))
+if summary["loss_curve"]:
+    ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")
+ax.set(xlabel="step", ylabel="multi-positive contrastive loss",
+       title=f"{run} ({summary['trainable_parameters']:,} trainable parameters)")
+save_figure(fig, ROOT / f"reports/ragcontrol/train/{run}_loss.png")
+plt.show()
+{k: v for k, v in summary.items() if k != "loss_curve"}
