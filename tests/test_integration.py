@@ -30,7 +30,8 @@ def pipeline(tmp_path_factory):
         pytest.skip("set BIASLAB_DATA_MIRROR to a local copy of the data sets to run the pipeline offline")
     root = copy_project(REPO, tmp_path_factory.mktemp("pipeline") / "repo")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["data"]["datasets"] = ["seat", "indibias", "sbic", "bbq", "trec_fair_2022", "wikitext2_valid_test"]
+    params["data"]["datasets"] = ["seat", "indibias", "sbic", "bbq", "trec_fair_2022", "wikitext2_valid_test",
+                                  "twinviews_13k", "debiasing_rag_kim2025", "trecdl_passage_bm25_top100_text"]
     params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
     it = params["intersect"]
     it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]})
@@ -53,6 +54,16 @@ def pipeline(tmp_path_factory):
         {"name": "Head masking", "run": None, "mask": True},
         {"name": "LoRA + WiSE-FT", "run": "lora_wiseft", "mask": False},
         {"name": "Full framework", "run": "lora_wiseft", "mask": True}])
+    rc = params["ragcontrol"]
+    rc["max_seq_length"] = 64
+    rc["candidates"].update(max_pool=150, max_positives=2, max_negatives=2,
+                            corpora={"GenderBias-QA": ["wikipedia"], "PoliticBias-QA": ["twinviews"]})
+    rc["train"].update(epochs=1, max_seq_length=48, merges=[0.5, 1.0],
+                       runs={"politics-last1": {"task": "PoliticBias-QA", "freeze_layers": 1}})
+    rc["projection"]["alphas"] = [1.0, 3.0]
+    rc["sampling"].update(top_n=[3], taus=[0.0, 1.0])
+    rc["reader"].update(max_questions=4, max_doc_words=30)
+    rc["utility"].update(max_queries=3)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     netlog = root.parent / "network.log"
     env = {
@@ -157,6 +168,26 @@ def test_ragfair_outputs_are_sane(pipeline):
     assert r is None or r != r or -1 <= r <= 1  # NaN when every checkpoint has the same value (tiny data)
     train = json.loads((root / "reports/ragfair/train/lora_wiseft.json").read_text())
     assert train["pairs"] == 16 and train["steps"] == 2
+
+
+def test_ragcontrol_outputs_are_sane(pipeline):
+    root, _, first, _ = pipeline
+    for stage in ("ragcontrol_data@GenderBias-QA", "ragcontrol_data@PoliticBias-QA", "ragcontrol_train@politics-last1",
+                  "ragcontrol_retrieve", "ragcontrol_rag", "ragcontrol_analysis"):
+        assert f"Running stage '{stage}'" in first.stdout
+    agree = pd.read_csv(root / "reports/ragcontrol/data/PoliticBias-QA_judge_agreement.csv").set_index("lean")
+    assert agree.loc["conservative", "% judged conservative"] == 100 and agree.loc["liberal", "% judged liberal"] == 100
+    emb = pd.read_csv(root / "reports/ragcontrol/retrieval/embedders.csv")
+    assert {"base", "projection", "sampling", "fine-tune"} == set(emb["method"])
+    assert set(emb.loc[emb["method"] == "fine-tune", "setting"]) == {"politics-last1@m=0.5", "politics-last1@m=1"}
+    assert emb["embedder_bias"].between(-100, 100).all() and emb["ndcg"].dropna().between(0, 1).all()
+    rag = pd.read_csv(root / "reports/ragcontrol/rag/rag_bias.csv")
+    assert (rag["method"] == "no document").sum() == 2 and rag["rag_bias"].between(-100, 100).all()
+    assert rag["questions"].max() <= 4
+    fits = pd.read_csv(root / "reports/ragcontrol/results/fits.csv")
+    assert {"fine-tune", "projection", "sampling", "all settings"} <= set(fits["method"])
+    for fig in ("fig_training.png", "fig_projection.png", "fig_alpha_sampling.png", "fig_pareto.png"):
+        assert (root / "reports/ragcontrol/results" / fig).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):

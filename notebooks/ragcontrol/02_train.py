@@ -33,13 +33,13 @@ run = "gender-full"
 seed = 42
 device = "auto"
 embedder = "minilm"
-epochs = 2
+epochs = 1
 batch_size = 8
 learning_rate = 3.0e-5
 weight_decay = 0.01
 warmup_steps = 10
 scale = 50.0
-max_seq_length = 128
+max_seq_length = 96
 runs = {"gender-full": {"task": "GenderBias-QA", "freeze_layers": 0},
         "gender-last2": {"task": "GenderBias-QA", "freeze_layers": 2},
         "politics-full": {"task": "PoliticBias-QA", "freeze_layers": 0},

@@ -43,20 +43,20 @@ batch_size = 64
 raw_dir = "data/raw"
 tasks = ["GenderBias-QA", "PoliticBias-QA"]
 embedder = "minilm"
-max_seq_length = 256
+max_seq_length = 128
 runs = {"gender-full": {"task": "GenderBias-QA", "freeze_layers": 0},
         "gender-last2": {"task": "GenderBias-QA", "freeze_layers": 2},
         "politics-full": {"task": "PoliticBias-QA", "freeze_layers": 0},
         "politics-last2": {"task": "PoliticBias-QA", "freeze_layers": 2}}
-merges = [0.25, 0.5, 0.75, 1.0]
+merges = [0.5, 1.0]
 alphas = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.2, 2.4, 2.6, 2.8, 3.0]
 words = {"GenderBias-QA": "female", "PoliticBias-QA": "republican"}
 top_n = [3, 8]
 taus = [0.0, 0.1, 0.25, 0.5, 1.0]
 trec_dl = ["dl19"]
 k = 10
-max_queries = 0
-max_questions = 64
+max_queries = 15
+max_questions = 40
 
 # %%
 P = config.notebook_params(globals(), stage="ragcontrol_retrieve")

@@ -72,7 +72,8 @@ def scatter_fit(ax, g, fit, title):
                 label=f"s = {fit['slope']:.2f} [{fit['slope_lo']:.2f}, {fit['slope_hi']:.2f}], R² = {fit['r2']:.2f}")
     ax.axhline(0, color="grey", lw=0.6)
     ax.axvline(0, color="grey", lw=0.6)
-    ax.set(title=title, xlabel="embedder bias (%)", ylabel="RAG bias (%)")
+    ax.set(xlabel="embedder bias (%)", ylabel="RAG bias (%)")
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
 
 
@@ -84,8 +85,8 @@ for fam, fig_name, caption in (("fine-tune", "fig_training", "Fig. 'training-ful
         for j, task in enumerate(P.ragcontrol.tasks):
             g = data[(data["task"] == task) & (data["reader"] == rdr) & (data["family"] == fam)]
             f = fits[(fits["task"] == task) & (fits["reader"] == rdr) & (fits["method"] == fam)]
-            scatter_fit(axes[i, j], g, f.iloc[0] if len(f) else {"slope": np.nan}, f"{task} — {rdr}")
-    fig.suptitle(f"RAG bias vs embedder bias, {fam} (regenerates the appendix's {caption})")
+            scatter_fit(axes[i, j], g, f.iloc[0] if len(f) else {"slope": np.nan}, f"{task}\nreader {rdr}")
+    fig.suptitle(f"RAG bias vs embedder bias, {fam} (regenerates the appendix's {caption})", y=1.02)
     save_figure(fig, OUT / f"{fig_name}.png")
     plt.show()
 
@@ -138,9 +139,10 @@ for i, rdr in enumerate(readers):
         ax = axes[i, j]
         sns.scatterplot(data=g.assign(abs_rag=g["rag_bias"].abs()), x="abs_rag", y="ndcg", hue="method", ax=ax)
         ax.plot(front["rag_bias"].abs(), front["ndcg"], "k-", lw=1, label="Pareto frontier")
-        ax.set(title=f"{task} — {rdr}", xlabel="|RAG bias| (%)", ylabel="TREC DL nDCG")
+        ax.set(xlabel="|RAG bias| (%)", ylabel="TREC DL nDCG")
+        ax.set_title(f"{task}\nreader {rdr}", fontsize=9)
         ax.legend(fontsize=7)
-fig.suptitle("Bias–utility trade-off and its Pareto frontier (cf. the appendix's frontier figures)")
+fig.suptitle("Bias–utility trade-off and its Pareto frontier (cf. the appendix's frontier figures)", y=1.02)
 save_figure(fig, OUT / "fig_pareto.png")
 plt.show()
 write_csv(OUT / "pareto_frontier.csv", pd.concat(fronts, ignore_index=True)[
