@@ -28,6 +28,7 @@ import pandas as pd
 from biaslab import config, models
 from biaslab.io import write_csv, write_parquet
 from biaslab.llm import GenParams, make
+from biaslab.llm.cache import CachedLLM
 from biaslab.paths import repo_root
 from biaslab.ragcontrol import control, judges, reader
 from biaslab.ragcontrol import evaluate as ev
@@ -135,7 +136,7 @@ rag.round(2)
 # %%
 check = []
 if R.engine == "transformers":
-    gen_lm = generator or make("transformers", model=R.name, device=P.common.device)
+    gen_lm = generator or CachedLLM(scorer.llm)  # the scorer's model, not a second copy
     for task in C.tasks:
         test = pd.read_parquet(DATA / "tasks" / task / "test_questions.parquet").head(8)
         sides = reader.decide(task, "generate", test, [None] * len(test), llm=gen_lm, gen=GEN, judge=judge_for(task))

@@ -114,6 +114,7 @@ for j, task in enumerate(P.ragcontrol.tasks):
             ax.plot(k["tau"], k["rag_bias"], marker="s", label=f"RAG, N={n:g} ({rdr})")
     ax.set(title=f"{task}: sampling (Fig. 'sampling')", xlabel="τ", ylabel="bias (%)")
     ax.legend(fontsize=7)
+fig.tight_layout()
 save_figure(fig, OUT / "fig_alpha_sampling.png")
 plt.show()
 

@@ -68,6 +68,11 @@ class OptionScorer:
         self.batch_size = batch_size
         self.cache = ScoreCache("reader_scores") if cache else None
 
+    @property
+    def llm(self):
+        """The same loaded model as an LLM-layer backend (for generating with it without a second copy)."""
+        return self._lm
+
     def chat(self, prompt: str) -> str:
         return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                                   tokenize=False)
