@@ -110,3 +110,31 @@ def test_ragfair_checkpoints_must_name_trained_runs():
     with pytest.raises(ParamsError, match=r"runs \['nope'\] that are not in ragfair.train.runs") as err:
         config.validate(raw)
     assert "got {" not in str(err.value)
+
+
+def test_ragcontrol_readers_are_checked_and_build_their_own_endpoint(monkeypatch):
+    from biaslab.ragcontrol import reader
+
+    from conftest import REPO
+
+    raw = config.read_yaml(REPO / "params.yaml")
+    rc = raw["ragcontrol"]
+    rc["readers"]["api"] = {"engine": "openai", "name": "served-model", "base_url": "http://localhost:9/v1",
+                            "gender_mode": "generate", "politics_mode": "generate"}
+    p = config.validate(raw)
+    monkeypatch.delenv(p.llm.openai.api_key_env, raising=False)
+    llm = reader.generator(p.ragcontrol.readers["api"], p.llm.openai)  # no request is made here
+    assert (llm.inner.model, llm.inner.base_url) == ("served-model", "http://localhost:9/v1")
+    for bad, match in (({"engine": "openai", "name": "m"}, "no option likelihoods"),
+                       ({"name": "m", "base_url": "http://x/v1"}, "base_url is for engine: openai")):
+        raw2 = config.read_yaml(REPO / "params.yaml")
+        raw2["ragcontrol"]["readers"]["x"] = bad
+        with pytest.raises(ParamsError, match=match):
+            config.validate(raw2)
+    raw3 = config.read_yaml(REPO / "params.yaml")
+    raw3["ragcontrol"]["readers"] = {"a/b": {}}
+    with pytest.raises(ParamsError, match="reader keys name files and stages"):
+        config.validate(raw3)
+    raw3["ragcontrol"]["readers"] = {}
+    with pytest.raises(ParamsError, match="ragcontrol.readers is empty"):
+        config.validate(raw3)

@@ -58,11 +58,12 @@ def pipeline(tmp_path_factory):
     rc["max_seq_length"] = 64
     rc["candidates"].update(max_pool=150, max_positives=2, max_negatives=2,
                             corpora={"GenderBias-QA": ["wikipedia"], "PoliticBias-QA": ["twinviews"]})
-    rc["train"].update(epochs=1, max_seq_length=48, merges=[0.5, 1.0],
+    rc["train"].update(epochs=1, max_seq_length=48, merges=[0.5],
                        runs={"politics-last1": {"task": "PoliticBias-QA", "freeze_layers": 1}})
     rc["projection"]["alphas"] = [1.0, 3.0]
     rc["sampling"].update(top_n=[3], taus=[0.0, 1.0])
-    rc["reader"].update(max_questions=4, max_doc_words=30)
+    rc["reader"].update(max_questions=4, max_doc_words=30, generation_check=1)
+    rc["readers"]["smollm2-letter"] = {**rc["readers"]["smollm2"], "politics_mode": "letter"}  # a second reader
     rc["utility"].update(max_queries=3)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     netlog = root.parent / "network.log"
@@ -73,6 +74,7 @@ def pipeline(tmp_path_factory):
         "BIASLAB_CACHE_DIR": str(root.parent / "cache"),
         "PYTHONPATH": str(REPO / "tests" / "netguard"),
         "BIASLAB_NETGUARD_LOG": str(netlog),
+        "BIASLAB_TIMINGS": str(root.parent / "timings.jsonl"),  # where the test's time goes: biaslab timings FILE
     }
     env.pop("BIASLAB_ROOT", None)
 
@@ -93,10 +95,7 @@ def read_bytes(root: Path, *rels: str) -> dict[str, bytes]:
 
 OUTPUTS = ["reports/ragfair/seat/seat_results.csv", "reports/ragfair/seat/metrics.json",
            "reports/ragfair/01_seat_audit.ipynb", "reports/data/datasets.csv"]
-RAGFAIR_OUTPUTS = ["reports/ragfair/bbq/coverage.csv", "reports/ragfair/bbq/generator_check_per_template.csv",
-                   "reports/ragfair/02_bbq.ipynb"]
-INTERSECT_OUTPUTS = ["reports/intersect/splits/indic_sizes.csv", "reports/intersect/03_splits_indic.ipynb",
-                     "reports/intersect/paragraphs/indic_counts.csv", "reports/intersect/02_paragraphs_indic.ipynb",
+INTERSECT_OUTPUTS = ["reports/intersect/paragraphs/indic_counts.csv", "reports/intersect/02_paragraphs_indic.ipynb",
                      "reports/intersect/05_train_indic-srk4-C1.ipynb", "reports/intersect/train/indic-srk4-C1.json",
                      "data/models/intersect/indic-srk4-C1/model.safetensors",
                      "data/models/intersect/indic-srk4-C1/biaslab_run.json"]
@@ -173,31 +172,36 @@ def test_ragfair_outputs_are_sane(pipeline):
 def test_ragcontrol_outputs_are_sane(pipeline):
     root, _, first, _ = pipeline
     for stage in ("ragcontrol_data@GenderBias-QA", "ragcontrol_data@PoliticBias-QA", "ragcontrol_train@politics-last1",
-                  "ragcontrol_retrieve", "ragcontrol_rag", "ragcontrol_analysis"):
+                  "ragcontrol_retrieve", "ragcontrol_rag@smollm2", "ragcontrol_rag@smollm2-letter", "ragcontrol_analysis"):
         assert f"Running stage '{stage}'" in first.stdout
     agree = pd.read_csv(root / "reports/ragcontrol/data/PoliticBias-QA_judge_agreement.csv").set_index("lean")
     assert agree.loc["conservative", "% judged conservative"] == 100 and agree.loc["liberal", "% judged liberal"] == 100
     emb = pd.read_csv(root / "reports/ragcontrol/retrieval/embedders.csv")
     assert {"base", "projection", "sampling", "fine-tune"} == set(emb["method"])
-    assert set(emb.loc[emb["method"] == "fine-tune", "setting"]) == {"politics-last1@m=0.5", "politics-last1@m=1"}
+    assert set(emb.loc[emb["method"] == "fine-tune", "setting"]) == {"politics-last1@m=0.5"}  # WiSE-FT merge
     assert emb["embedder_bias"].between(-100, 100).all() and emb["ndcg"].dropna().between(0, 1).all()
-    rag = pd.read_csv(root / "reports/ragcontrol/rag/rag_bias.csv")
+    rag = pd.read_csv(root / "reports/ragcontrol/rag/smollm2.csv")
     assert (rag["method"] == "no document").sum() == 2 and rag["rag_bias"].between(-100, 100).all()
+    assert set(rag["reader"]) == {"smollm2"} and set(rag["reader_model"]) == {"transformers:smollm2-135m-instruct"}
+    check = pd.read_csv(root / "reports/ragcontrol/rag/smollm2_generation_check.csv")
+    assert check["questions"].tolist() == [1, 1]
     assert rag["questions"].max() <= 4
     fits = pd.read_csv(root / "reports/ragcontrol/results/fits.csv")
     assert {"fine-tune", "projection", "sampling", "all settings"} <= set(fits["method"])
-    for fig in ("fig_training.png", "fig_projection.png", "fig_alpha_sampling.png", "fig_pareto.png"):
+    assert set(fits["reader"]) == {"smollm2", "smollm2-letter"}  # every listed reader, compared in one analysis
+    for fig in ("fig_training.png", "fig_projection.png", "fig_alpha_sampling.png", "fig_pareto.png",
+                "fig_sensitivity.png"):
         assert (root / "reports/ragcontrol/results" / fig).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     root, dvc, _, _ = pipeline
     assert "Running stage" not in dvc("repro").stdout
-    before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS, *RAGFAIR_OUTPUTS)
-    for stage in ("ragfair_seat", "intersect_paragraphs@indic", "intersect_splits@indic", "ragfair_bbq",
-                  "intersect_train@indic-srk4-C1"):  # a training stage too: no wall-clock may reach its outputs
+    before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
+    # sampled statistics, LLM-layer generation and a training stage (no wall-clock may reach its outputs)
+    for stage in ("ragfair_seat", "intersect_paragraphs@indic", "intersect_train@indic-srk4-C1"):
         dvc("repro", "--force", "--single-item", stage)
-    after = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS, *RAGFAIR_OUTPUTS)
+    after = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
     assert [k for k in before if before[k] != after[k]] == []
     assert "Running stage" not in dvc("repro").stdout  # identical outputs leave every downstream stage current
 

@@ -211,6 +211,17 @@ def test_rerank_ndcg_with_trec_dl_fixture_and_beir_loader(raw_dir, tmp_path):
     assert ev.rerank_ndcg(BagOfWords(), cand, topics, qrels, k=10) == pytest.approx(3 / (3 + 2 / np.log2(3)))
     worse = ev.rerank_ndcg(BagOfWords(), cand, topics, qrels, k=10, query_transform=lambda q: -q)
     assert worse < 0.7
+    calls = []
+
+    class Counting(BagOfWords):
+        def encode(self, texts, **kw):
+            calls.append(len(texts))
+            return super().encode(texts, **kw)
+
+    bench = ev.Reranker(Counting(), cand, topics, qrels, k=10)  # one encoding, several query maps
+    assert [bench.ndcg(), bench.ndcg(lambda q: -q), bench.ndcg()] == pytest.approx(
+        [3 / (3 + 2 / np.log2(3)), worse, 3 / (3 + 2 / np.log2(3))])
+    assert len(calls) == 2  # the queries once, the passages once
     beir = tmp_path / "scifact"
     (beir / "qrels").mkdir(parents=True)
     (beir / "corpus.jsonl").write_text('{"_id": "d1", "title": "T", "text": "body"}\n')

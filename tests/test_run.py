@@ -1,6 +1,8 @@
 """The notebook runner and the stage declarations: every stage's params exist, flatten without clashes, and
 match the defaults of its notebook's parameters cell."""
 
+import json
+
 import jupytext
 import nbformat
 import pytest
@@ -112,3 +114,25 @@ def test_strip_run_metadata_scrubs_machine_paths(tmp_path):
     run.strip_run_metadata(nb, tmp_path)
     assert nb.cells[0].outputs[0]["text"] == "<env>/lib/x.py:1: Warning\n"
     assert nb.cells[0].outputs[1]["data"]["text/plain"] == "PosixPath('<repo>/reports/a.png')"
+
+
+def test_timings_are_logged_outside_the_outputs_and_tabulated(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# title"),
+                nbformat.v4.new_code_cell("\nimport torch", metadata={"papermill": {"duration": 4.0}}),
+                nbformat.v4.new_code_cell("train()", metadata={"papermill": {"duration": 10.5}}),
+                nbformat.v4.new_code_cell("plot()", metadata={"papermill": {"duration": None}})]
+    log = tmp_path / "t" / "timings.jsonl"
+    run.record_timings(log, "a@x", nb, wall=20.0, top=1)
+    run.record_timings(log, "b", nb, wall=15.0)
+    first = json.loads(log.read_text().splitlines()[0])
+    assert first == {"stage": "a@x", "wall_s": 20.0, "outside_cells_s": 5.5,
+                     "slowest_cells": [{"cell": 2, "seconds": 10.5, "source": "train()"}]}
+    table = run.summarise_timings(log, cells=2).splitlines()
+    assert "a@x" in table[1] and "10.5s train()" in table[1] and "4.0s import torch" in table[2]
+    assert table[-1].split()[0] == "35.0" and "2 runs" in table[-1]
+    log.write_text("not json\n")
+    with pytest.raises(ValueError, match="line 1: not a timings record"):
+        run.summarise_timings(log)
+    with pytest.raises(FileNotFoundError, match="BIASLAB_TIMINGS"):
+        run.summarise_timings(tmp_path / "missing.jsonl")

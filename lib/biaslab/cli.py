@@ -6,6 +6,7 @@
     biaslab params [--apply FILE]              validate params.yaml (merge e.g. configs/paper-scale.yaml)
     biaslab seat [--model M] [--tests T ...]   run the SEAT audit on a model and print the table
     biaslab detect TEXT ... [--model DIR]      intersectional bias labels + top-k evidence (intersect §5)
+    biaslab timings FILE                       where stages spent their time (runs with BIASLAB_TIMINGS=FILE)
 """
 
 from __future__ import annotations
@@ -113,6 +114,17 @@ def _cmd_detect(args) -> int:
     return 0
 
 
+def _cmd_timings(args) -> int:
+    from .run import summarise_timings
+
+    try:
+        print(summarise_timings(args.file, cells=args.cells))
+    except (FileNotFoundError, ValueError) as err:
+        print(f"biaslab: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="biaslab", description="biaslab: bias in text encoders and retrievers")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -143,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--show", type=int, default=5, help="evidence sentences to print per text")
     d.add_argument("--json", action="store_true", help="machine-readable output with all evidence")
     d.set_defaults(fn=_cmd_detect)
+    t = sub.add_parser("timings", help="tabulate the stage timings logged with BIASLAB_TIMINGS=FILE")
+    t.add_argument("file")
+    t.add_argument("--cells", type=int, default=1, help="slowest cells to show per stage run")
+    t.set_defaults(fn=_cmd_timings)
     args = ap.parse_args(argv)
     from .config import ParamsError
     from .data import DataError

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -397,22 +398,32 @@ class RagcontrolSampling(_Section):
 
 
 class RagcontrolReader(_Section):
-    """A reader LLM (see ``biaslab.ragcontrol.reader``)."""
+    """One reader LLM (see ``biaslab.ragcontrol.reader``); the paper compares six (App. "All 6 LLMs")."""
 
-    engine: Literal["transformers", "openai"] = "transformers"  # openai: llm.openai endpoint, generate mode only
-    name: str = "smollm2-135m-instruct"  # a causal LM of the model registry (engine transformers)
+    engine: Literal["transformers", "openai"] = "transformers"  # openai: an OpenAI-compatible endpoint, generate modes
+    name: str = "smollm2-135m-instruct"  # transformers: a causal LM of the model registry; openai: the endpoint's model
+    base_url: str | None = None  # openai: this reader's endpoint; None = llm.openai.base_url (key, timeout from there)
     gender_mode: Literal["likelihood", "generate"] = "likelihood"
     politics_mode: Literal["letter", "claim", "generate"] = "claim"
-    max_questions: int = Field(0, ge=0)  # a seeded subset of test questions per task; 0 = all
-    max_doc_words: int | None = Field(None, gt=0)  # truncate documents in reader prompts; None = whole
-    batch_size: int = Field(8, gt=0)
 
     @model_validator(mode="after")
     def _api_generates(self):
         if self.engine == "openai" and (self.gender_mode, self.politics_mode) != ("generate", "generate"):
             raise ValueError("an openai reader has no option likelihoods here: set gender_mode and politics_mode "
                              "to generate")
+        if self.engine == "transformers" and self.base_url is not None:
+            raise ValueError("base_url is for engine: openai readers only")
         return self
+
+
+class RagcontrolReading(_Section):
+    """What every reader shares: the question subset, prompt documents, batching, the free-generation check."""
+
+    max_questions: int = Field(0, ge=0)  # a seeded subset of test questions per task; 0 = all
+    max_doc_words: int | None = Field(None, gt=0)  # truncate documents in reader prompts; None = whole
+    batch_size: int = Field(8, gt=0)
+    generation_check: int = Field(8, ge=0)  # questions per task answered by free generation to show how often a
+    #                                         scored reader's generation lands on a side; 0 = skip
 
 
 class RagcontrolUtility(_Section):
@@ -430,7 +441,8 @@ class Ragcontrol(_Section):
     train: RagcontrolTrain
     projection: RagcontrolProjection = Field(default_factory=RagcontrolProjection)
     sampling: RagcontrolSampling = Field(default_factory=RagcontrolSampling)
-    reader: RagcontrolReader = Field(default_factory=RagcontrolReader)
+    reader: RagcontrolReading = Field(default_factory=RagcontrolReading)
+    readers: dict[str, RagcontrolReader] = Field(default_factory=lambda: {"smollm2": RagcontrolReader()})
     utility: RagcontrolUtility = Field(default_factory=RagcontrolUtility)
 
     @model_validator(mode="after")
@@ -438,6 +450,12 @@ class Ragcontrol(_Section):
         bad = sorted(name for name, r in self.train.runs.items() if r.task not in self.tasks)
         if bad:
             raise ValueError(f"ragcontrol.train.runs {bad} train a task not in ragcontrol.tasks {self.tasks}")
+        if not self.readers:
+            raise ValueError("ragcontrol.readers is empty: list at least one reader LLM")
+        bad = sorted(k for k in self.readers if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", k))
+        if bad:
+            raise ValueError(f"ragcontrol.readers {bad}: reader keys name files and stages — use letters, digits, "
+                             "'.', '_' and '-'")
         return self
 
 

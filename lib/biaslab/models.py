@@ -63,6 +63,7 @@ REGISTRY: dict[str, ModelSpec] = {
         ModelSpec("electra-small", "google/electra-small-discriminator", "encoder"),
         ModelSpec("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", "causal-lm"),
         ModelSpec("qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct", "causal-lm"),
+        ModelSpec("gemma-2-9b-it", "google/gemma-2-9b-it", "causal-lm"),
     ]
 }
 

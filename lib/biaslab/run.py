@@ -13,6 +13,10 @@ progress bars off and the Hugging Face stack offline unless ``models.allow_downl
 The executed notebook is stripped of run metadata (timestamps, durations, random cell ids) and written
 atomically only when every cell succeeded; a failed run is kept under the cache folder for inspection
 and the command exits non-zero, leaving the stage's previous outputs untouched.
+
+Timings stay out of the outputs (they would change every run); with ``BIASLAB_TIMINGS=FILE`` set, each run
+appends one JSON line to FILE — the stage, its wall time, the kernel start-up and imports, and the slowest cells
+— to see where a pipeline spends its time (``biaslab timings FILE`` tabulates them).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,11 @@ from .io import write_text
 from .paths import cache_dir, repo_root
 
 KERNEL_NAME = "biaslab-python"
+
+# nbformat (papermill, jupytext) imports jsonschema, whose format checkers import rfc3987-syntax when it is installed
+# (JupyterLab pulls it in); that package compiles ~40 lark grammars at import — over 2 s per stage, for an "iri"
+# format check that notebook validation never uses. jsonschema skips the check when the import fails.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 
 def parameter_names(nb) -> set[str]:
@@ -96,6 +106,47 @@ def strip_run_metadata(nb, root: Path | None = None) -> None:
                     out["data"][key] = scrub_paths(out["data"][key], root)
 
 
+def cell_timings(nb) -> list[dict[str, Any]]:
+    """Each code cell's papermill duration (seconds) with its first source line."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        duration = cell.metadata.get("papermill", {}).get("duration")
+        if cell.cell_type == "code" and duration is not None:
+            first = next((ln for ln in cell.source.splitlines() if ln.strip()), "")
+            out.append({"cell": i, "seconds": round(float(duration), 2), "source": first[:80]})
+    return out
+
+
+def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5) -> None:
+    """Append one JSON line: the stage's wall time, the time outside its cells (kernel start-up, papermill) and its
+    ``top`` slowest cells. Appending a line is atomic enough for a log; it is never an output of a stage."""
+    cells = cell_timings(nb)
+    record = {"stage": stage, "wall_s": round(wall, 2),
+              "outside_cells_s": round(wall - sum(c["seconds"] for c in cells), 2),
+              "slowest_cells": sorted(cells, key=lambda c: -c["seconds"])[:top]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def summarise_timings(path: str | Path, cells: int = 1) -> str:
+    """A table of the runs logged by :func:`record_timings`, in run order, with the total."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no timings logged — run stages with BIASLAB_TIMINGS={path}")
+    lines, total = [], 0.0
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {n}: not a timings record ({err})") from None
+        total += r["wall_s"]
+        slow = "; ".join(f"{c['seconds']:.1f}s {c['source']}" for c in r["slowest_cells"][:cells])
+        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f}  {r['stage']:<40} {slow}")
+    head = f"{'wall s':>8} {'start s':>8}  {'stage':<40} slowest cell(s)"
+    return "\n".join([head, *lines, f"{total:8.1f}           total over {len(lines)} runs"])
+
+
 def parse_sets(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
@@ -142,6 +193,7 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
 
     tmp_dir = Path(tempfile.mkdtemp(prefix="biaslab-run-"))
     tmp_out = tmp_dir / out.name
+    started = time.perf_counter()
     try:
         executed = papermill.execute_notebook(
             nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
@@ -160,6 +212,8 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         for f in tmp_dir.glob("*"):
             f.unlink()
         tmp_dir.rmdir()
+    if os.environ.get("BIASLAB_TIMINGS"):
+        record_timings(Path(os.environ["BIASLAB_TIMINGS"]), stage, executed, time.perf_counter() - started)
     strip_run_metadata(executed, root)
     import nbformat
 

@@ -71,7 +71,7 @@ models.preflight([C.embedder])
 seed_everything(P.common.seed)
 groups = tasks.GROUPS[task]
 splits = {s: tasks.questions(task, s, RAW) for s in tasks.SPLITS[task]}
-corpus = tasks.eval_corpus(task, RAW)
+corpus = tasks.eval_corpus(task, RAW, splits)
 pd.DataFrame([{"split": s, "questions": len(q)} for s, q in splits.items()] +
              [{"split": "evaluation corpus", "questions": len(corpus)}])
 

@@ -23,6 +23,7 @@
 
 # %%
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -80,12 +81,19 @@ def encoder_for(model) -> Encoder:
     return enc
 
 
-def ndcg(enc, transform=None) -> float:
+def utility(enc) -> list[ev.Reranker]:
+    """One re-ranking bench per configured TREC DL year: its passages encoded once by ``enc``."""
+    return [ev.Reranker(enc, c, t, q, k=C.utility.k) for c, t, q in DL.values()]
+
+
+def ndcg(benches: list[ev.Reranker], transform=None) -> float:
     """Mean nDCG@k over the configured TREC DL years."""
-    vals = [ev.rerank_ndcg(enc, c, t, q, k=C.utility.k, query_transform=transform) for c, t, q in DL.values()]
-    return float(sum(vals) / len(vals))
+    return float(np.mean([b.ndcg(transform) for b in benches]))
 
 
+base = encoder_for(C.embedder)  # one base embedder for every task, its TREC DL utility computed once
+base_benches = utility(base)
+base_ndcg = ndcg(base_benches)
 rows, utility_rows, subsets = [], [], {}
 for task in C.tasks:
     folder = ROOT / "data/processed/ragcontrol/tasks" / task
@@ -93,17 +101,16 @@ for task in C.tasks:
     corpus = pd.read_parquet(folder / "corpus.parquet")
     qids = test["qid"].tolist()
     subsets[task] = ev.seeded_subset(qids, C.reader.max_questions, P.common.seed)
-    base = encoder_for(C.embedder)
     qv, dv = base.encode(test["question"].tolist()), base.encode(corpus["text"].tolist(), show_progress=True)
     rows.append(ev.top1_rows(task, "base", "base", qids, qv, dv, corpus))
-    utility_rows.append({"task": task, "method": "base", "setting": "base", "ndcg": ndcg(base)})
+    utility_rows.append({"task": task, "method": "base", "setting": "base", "ndcg": base_ndcg})
     # projection (base embedder, queries only)
     word = C.projection.words[task]
     direction = base.model.encode([word], normalize_embeddings=False, convert_to_numpy=True)[0]
     rows.append(ev.projection_rows(task, qids, qv, dv, corpus, direction, C.projection.alphas))
     for a in progress(C.projection.alphas, desc=f"{task}: projection utility"):
         utility_rows.append({"task": task, "method": "projection", "setting": f"alpha={a:g}",
-                             "ndcg": ndcg(base, lambda q, a=a, p=direction: control.project(q, p, a))})
+                             "ndcg": ndcg(base_benches, lambda q, a=a, p=direction: control.project(q, p, a))})
     # sampling (base embedder)
     rows.append(ev.sampling_rows(task, qids, qv, dv, corpus, C.sampling.top_n, C.sampling.taus, P.common.seed))
     # fine-tuned runs x WiSE-FT merge weights
@@ -116,7 +123,8 @@ for task in C.tasks:
             setting = f"{run}@m={m:g}"
             rows.append(ev.top1_rows(task, "fine-tune", setting, qids, enc.encode(test["question"].tolist()),
                                      enc.encode(corpus["text"].tolist(), show_progress=True), corpus))
-            utility_rows.append({"task": task, "method": "fine-tune", "setting": setting, "ndcg": ndcg(enc)})
+            utility_rows.append({"task": task, "method": "fine-tune", "setting": setting,
+                                 "ndcg": ndcg(utility(enc))})
 retrieved = pd.concat(rows, ignore_index=True)
 write_parquet(ROOT / "data/processed/ragcontrol/retrieval/retrievals.parquet", retrieved, index=False)
 summary = pd.concat([ev.summarise(retrieved[retrieved["task"] == t], subsets[t]) for t in C.tasks], ignore_index=True)

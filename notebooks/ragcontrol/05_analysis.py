@@ -32,6 +32,8 @@ from biaslab.ragcontrol import control
 
 # %% tags=["parameters"]
 tasks = ["GenderBias-QA", "PoliticBias-QA"]
+readers = {"smollm2": {"engine": "transformers", "name": "smollm2-135m-instruct", "gender_mode": "likelihood",
+                       "politics_mode": "claim"}}
 
 # %%
 P = config.notebook_params(globals(), stage="ragcontrol_analysis")
@@ -39,11 +41,11 @@ ROOT = repo_root()
 OUT = ROOT / "reports/ragcontrol/results"
 set_style()
 emb = pd.read_csv(ROOT / "reports/ragcontrol/retrieval/embedders.csv")
-rag = pd.read_csv(ROOT / "reports/ragcontrol/rag/rag_bias.csv")
+reader_keys = list(P.ragcontrol.readers)  # one ragcontrol_rag@<key> stage each
+rag = pd.concat([pd.read_csv(ROOT / f"reports/ragcontrol/rag/{k}.csv") for k in reader_keys], ignore_index=True)
 data = rag.merge(emb[["task", "method", "setting", "embedder_bias", "ndcg", "task_accuracy"]]
                  .rename(columns={"embedder_bias": "embedder_bias_all"}), on=["task", "method", "setting"], how="left")
 data["family"] = data["method"].replace({"base": "fine-tune"})  # the base embedder is m = 0 of every family
-readers = sorted(data["reader"].unique())
 data[data["method"] != "sampling"].round(2)
 
 # %% [markdown]
@@ -79,9 +81,9 @@ def scatter_fit(ax, g, fit, title):
 
 for fam, fig_name, caption in (("fine-tune", "fig_training", "Fig. 'training-full'"),
                                ("projection", "fig_projection", "Fig. 'proj'")):
-    fig, axes = plt.subplots(len(readers), len(P.ragcontrol.tasks), squeeze=False,
-                             figsize=(5.2 * len(P.ragcontrol.tasks), 3.8 * len(readers)))
-    for i, rdr in enumerate(readers):
+    fig, axes = plt.subplots(len(reader_keys), len(P.ragcontrol.tasks), squeeze=False,
+                             figsize=(5.2 * len(P.ragcontrol.tasks), 3.8 * len(reader_keys)))
+    for i, rdr in enumerate(reader_keys):
         for j, task in enumerate(P.ragcontrol.tasks):
             g = data[(data["task"] == task) & (data["reader"] == rdr) & (data["family"] == fam)]
             f = fits[(fits["task"] == task) & (fits["reader"] == rdr) & (fits["method"] == fam)]
@@ -89,6 +91,31 @@ for fam, fig_name, caption in (("fine-tune", "fig_training", "Fig. 'training-ful
     fig.suptitle(f"RAG bias vs embedder bias, {fam} (regenerates the appendix's {caption})", y=1.02)
     save_figure(fig, OUT / f"{fig_name}.png")
     plt.show()
+
+# %% [markdown]
+# ## Sensitivity per reader (App. "All 6 LLMs"): the fitted slope with its 95 % CI, training vs projection
+
+# %%
+sens = fits[fits["method"].isin(["fine-tune", "projection"])]
+fig, axes = plt.subplots(1, len(P.ragcontrol.tasks), squeeze=False,
+                         figsize=(max(4.0, 1.4 * len(reader_keys) + 2.5) * len(P.ragcontrol.tasks), 3.6))
+for j, task in enumerate(P.ragcontrol.tasks):
+    ax = axes[0, j]
+    for k, (fam, marker) in enumerate((("fine-tune", "o"), ("projection", "s"))):
+        g = sens[(sens["task"] == task) & (sens["method"] == fam)].set_index("reader").reindex(reader_keys)
+        x = np.arange(len(reader_keys)) + (k - 0.5) * 0.2
+        ax.errorbar(x, g["slope"], yerr=[g["slope"] - g["slope_lo"], g["slope_hi"] - g["slope"]], fmt=marker,
+                    capsize=3, label=fam)
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_xticks(np.arange(len(reader_keys)), reader_keys)
+    ax.set_xlim(-0.5, len(reader_keys) - 0.5)
+    ax.set(title=task, xlabel="reader", ylabel="sensitivity s (slope, 95 % CI)")
+    ax.legend(fontsize=7)
+fig.tight_layout()
+save_figure(fig, OUT / "fig_sensitivity.png")
+plt.show()
+pd.concat([pd.read_csv(ROOT / f"reports/ragcontrol/rag/{k}_generation_check.csv") for k in reader_keys],
+          ignore_index=True)
 
 # %% [markdown]
 # ## Projection strength α and sampling temperature τ (App. "Projecting and Sampling")
@@ -130,9 +157,9 @@ write_csv(OUT / "utility_finetune.csv", util[util["method"].isin(["base", "fine-
 write_csv(OUT / "utility_project.csv", util[util["method"].isin(["base", "projection"])][
     ["task", "reader", "setting", "embedder_bias", "rag_bias", "ndcg", "ndcg_change", "task_accuracy"]])
 fronts = []
-fig, axes = plt.subplots(len(readers), len(P.ragcontrol.tasks), squeeze=False,
-                         figsize=(5.2 * len(P.ragcontrol.tasks), 3.8 * len(readers)))
-for i, rdr in enumerate(readers):
+fig, axes = plt.subplots(len(reader_keys), len(P.ragcontrol.tasks), squeeze=False,
+                         figsize=(5.2 * len(P.ragcontrol.tasks), 3.8 * len(reader_keys)))
+for i, rdr in enumerate(reader_keys):
     for j, task in enumerate(P.ragcontrol.tasks):
         g = util[(util["task"] == task) & (util["reader"] == rdr)].reset_index(drop=True)
         front = g.loc[control.pareto_front(g["rag_bias"], g["ndcg"])]

@@ -100,30 +100,44 @@ def summarise(rows: pd.DataFrame, subset: Sequence[str] | None = None) -> pd.Dat
 
 
 # ------------------------------------------------------------------------------------------------ utility
+class Reranker:
+    """Re-ranking utility of one encoder on one judged candidate set (TREC DL's BM25 top-100, or a BEIR folder via
+    :func:`load_beir`): passages and queries are encoded once, and :meth:`ndcg` scores any number of query maps
+    (the projection sweep changes only the queries) with ``ir_measures``' nDCG@k over the judged queries."""
+
+    def __init__(self, encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int = 10):
+        judged = set(qrels["qid"])
+        cand = candidates[candidates["qid"].isin(judged)]
+        if cand.empty:
+            raise ValueError("no candidate list has judgments")
+        qtext = topics.set_index("qid")["query"]
+        qids = sorted(cand["qid"].unique(), key=lambda q: (len(q), q))
+        self.k = k
+        self.qv = encoder.encode([qtext[q] for q in qids])
+        dv = encoder.encode(cand["text"].tolist(), show_progress=True)
+        self.dv = dv / np.linalg.norm(dv, axis=1, keepdims=True)
+        self.rows = cand["qid"].map({q: i for i, q in enumerate(qids)}).to_numpy()
+        self.run_ids = (cand["qid"].to_numpy(), cand["docid"].to_numpy())
+        self.qrels = qrels.rename(columns={"qid": "query_id", "docid": "doc_id"})[["query_id", "doc_id", "relevance"]]
+
+    def ndcg(self, query_transform: Callable[[np.ndarray], np.ndarray] | None = None) -> float:
+        """nDCG@k of ranking each query's candidates by cosine similarity; ``query_transform`` maps the query
+        vectors (e.g. a projection) first."""
+        import ir_measures
+        from ir_measures import nDCG
+
+        qv = self.qv if query_transform is None else query_transform(self.qv)
+        qv = qv / np.linalg.norm(qv, axis=1, keepdims=True)
+        score = np.einsum("nd,nd->n", self.dv, qv[self.rows])
+        run = pd.DataFrame({"query_id": self.run_ids[0], "doc_id": self.run_ids[1], "score": score})
+        return float(ir_measures.calc_aggregate([nDCG @ self.k], self.qrels, run)[nDCG @ self.k])
+
+
 def rerank_ndcg(encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int = 10,
                 query_transform: Callable[[np.ndarray], np.ndarray] | None = None) -> float:
-    """nDCG@k (``ir_measures``) of ranking each query's BM25 candidates by cosine similarity, over the queries
-    with judgments. ``query_transform`` maps query vectors (e.g. a projection) before scoring."""
-    import ir_measures
-    from ir_measures import nDCG
-
-    judged = set(qrels["qid"])
-    cand = candidates[candidates["qid"].isin(judged)]
-    if cand.empty:
-        raise ValueError("no candidate list has judgments")
-    qtext = topics.set_index("qid")["query"]
-    qids = sorted(cand["qid"].unique(), key=lambda q: (len(q), q))
-    qv = encoder.encode([qtext[q] for q in qids])
-    if query_transform is not None:
-        qv = query_transform(qv)
-    qv = qv / np.linalg.norm(qv, axis=1, keepdims=True)
-    dv = encoder.encode(cand["text"].tolist(), show_progress=True)
-    dv = dv / np.linalg.norm(dv, axis=1, keepdims=True)
-    row = {q: i for i, q in enumerate(qids)}
-    score = np.einsum("nd,nd->n", dv, qv[cand["qid"].map(row).to_numpy()])
-    run = pd.DataFrame({"query_id": cand["qid"].to_numpy(), "doc_id": cand["docid"].to_numpy(), "score": score})
-    qr = qrels.rename(columns={"qid": "query_id", "docid": "doc_id"})[["query_id", "doc_id", "relevance"]]
-    return float(ir_measures.calc_aggregate([nDCG @ k], qr, run)[nDCG @ k])
+    """nDCG@k of one encoder (and optional query map) re-ranking ``candidates``; see :class:`Reranker`, which
+    encodes once for several query maps."""
+    return Reranker(encoder, candidates, topics, qrels, k).ndcg(query_transform)
 
 
 def load_beir(folder: str | Path, split: str = "test") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -189,6 +189,19 @@ class OptionScorer:
 _LETTER = re.compile(r"\b(?:choice\s*)?([AB])\b", re.IGNORECASE)
 
 
+def generator(spec, openai_params=None, device: str = "auto"):
+    """The cached text generator of one reader (``ragcontrol.readers.<key>``): a local causal LM of the model
+    registry, or the reader's own OpenAI-compatible endpoint — ``spec.name`` is the endpoint's model and
+    ``spec.base_url`` overrides ``llm.openai.base_url`` (the key variable, timeout and retries come from there)."""
+    from ..config import OpenAIParams
+    from ..llm import make
+
+    if spec.engine == "openai":
+        base = openai_params or OpenAIParams()
+        openai_params = base.model_copy(update={"model": spec.name, "base_url": spec.base_url or base.base_url})
+    return make(spec.engine, model=spec.name, device=device, openai_params=openai_params)
+
+
 def parse_choice(answer: str) -> str | None:
     """'A' or 'B' from a generated answer ("B", "Choice A: ...", "The answer is B."), None when absent."""
     m = _LETTER.search(str(answer))

@@ -46,11 +46,11 @@ def questions(task: str, split: str, raw_dir: str | Path | None = None) -> pd.Da
                          "right_claim": df["right_claim"]})
 
 
-def _answers(task: str, raw_dir) -> pd.DataFrame:
-    """(text, lean, qid) for every answering document of every split."""
+def _answers(task: str, raw_dir, splits: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """(text, lean, qid) for every answering document of every split (``splits``: already loaded ones)."""
     rows = []
     for split in SPLITS[task]:
-        q = questions(task, split, raw_dir)
+        q = splits[split] if splits is not None and split in splits else questions(task, split, raw_dir)
         if task == "GenderBias-QA":
             for lean, col in (("female", "female_docs"), ("male", "male_docs")):
                 rows += [(t, lean, qid) for qid, docs in zip(q["qid"], q[col], strict=True) for t in docs]
@@ -60,12 +60,14 @@ def _answers(task: str, raw_dir) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["text", "lean", "qid"])
 
 
-def eval_corpus(task: str, raw_dir: str | Path | None = None) -> pd.DataFrame:
+def eval_corpus(task: str, raw_dir: str | Path | None = None,
+                splits: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """``doc_id``, ``text``, ``lean`` (a group name, or ``mixed`` when the text answers for both sides) and
-    ``qids`` (the questions whose released documents include this text)."""
+    ``qids`` (the questions whose released documents include this text). ``splits``: the task's splits as
+    :func:`questions` returns them, when the caller has loaded them already (the rest are read)."""
     check_task(task)
     corpus = kim2025.load_corpus(task, raw_dir)["text"].drop_duplicates().reset_index(drop=True)
-    ans = _answers(task, raw_dir)
+    ans = _answers(task, raw_dir, splits)
     lean = ans.groupby("text")["lean"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
     qids = ans.groupby("text")["qid"].agg(lambda s: tuple(sorted(set(s))))
     out = pd.DataFrame({"doc_id": np.arange(len(corpus)), "text": corpus})
