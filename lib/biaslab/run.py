@@ -15,8 +15,8 @@ atomically only when every cell succeeded; a failed run is kept under the cache 
 and the command exits non-zero, leaving the stage's previous outputs untouched.
 
 Timings stay out of the outputs (they would change every run); with ``BIASLAB_TIMINGS=FILE`` set, each run
-appends one JSON line to FILE — the stage, its wall time, the kernel start-up and imports, and the slowest cells
-— to see where a pipeline spends its time (``biaslab timings FILE`` tabulates them).
+appends one JSON line to FILE — the stage, its wall time, the time outside its cells (kernel start-up) and its
+slowest cells — to see where a pipeline spends its time (``biaslab timings FILE`` tabulates them).
 """
 
 from __future__ import annotations
