@@ -21,6 +21,7 @@
 # of the two claims — because a 135M model's free generation is unreliable (see the check at the end).
 
 # %%
+import functools
 import json
 
 import numpy as np
@@ -80,13 +81,22 @@ subset = pd.read_parquet(DATA / "retrieval/reader_subset.parquet")
 print(f"reader {reader_key} ({reader_model}); GenderBias-QA: {R.gender_mode}, PoliticBias-QA: {R.politics_mode}")
 
 
-def judge_for(task: str):
-    """The gender judge used on generated answers: the data stage's offline judge, or the LLM judge."""
-    if C.judge == "llm":
-        from biaslab.llm import from_params, gen_params
+@functools.cache
+def judge_llm():
+    """The LLM judge's model, loaded once for every task."""
+    from biaslab.llm import from_params
 
-        return judges.LLMJudge(from_params(P.llm, device=P.common.device), gen_params(P.llm, P.common.seed),
-                               task_data.GROUPS[task])
+    return from_params(P.llm, device=P.common.device)
+
+
+@functools.cache
+def judge_for(task: str):
+    """The judge used on generated answers (built once per task): the data stage's offline judge, or the LLM
+    judge."""
+    if C.judge == "llm":
+        from biaslab.llm import gen_params
+
+        return judges.LLMJudge(judge_llm(), gen_params(P.llm, P.common.seed), task_data.GROUPS[task])
     spec = json.loads((DATA / "tasks" / task / "judge.json").read_text())
     if spec["kind"] == "gender":
         return judges.GenderLexiconJudge(spec["first_names"])
@@ -97,11 +107,11 @@ def judge_for(task: str):
 # ## Answers for every (question, document) any setting retrieved, and with no document
 
 # %%
-answers, results = [], []
+answers, results, tests = [], [], {}
 for task in C.tasks:
     groups = task_data.GROUPS[task]
     mode = R.gender_mode if task == "GenderBias-QA" else R.politics_mode
-    test = pd.read_parquet(DATA / "tasks" / task / "test_questions.parquet").set_index("qid")
+    test = tests[task] = pd.read_parquet(DATA / "tasks" / task / "test_questions.parquet").set_index("qid")
     corpus = pd.read_parquet(DATA / "tasks" / task / "corpus.parquet")
     keep = subset.loc[subset["task"] == task, "qid"].tolist()
     if task == "GenderBias-QA" and mode == "likelihood":
@@ -142,7 +152,7 @@ check = []
 if S.generation_check:
     gen_lm = generator or CachedLLM(scorer.llm)  # the scorer's model, not a second copy
     for task in C.tasks:
-        test = pd.read_parquet(DATA / "tasks" / task / "test_questions.parquet").head(S.generation_check)
+        test = tests[task].reset_index().head(S.generation_check)
         sides = reader.decide(task, "generate", test, [None] * len(test), llm=gen_lm, gen=GEN, judge=judge_for(task))
         check.append({"task": task, "reader": reader_key, "questions": len(test),
                       "answers on a side (%)": 100 * float(np.mean([s is not None for s in sides]))})
