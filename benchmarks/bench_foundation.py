@@ -46,11 +46,13 @@ def real_texts(n: int) -> list[str]:
 
 
 def bench_encoding(n: int, batch_size: int = 64, rounds: int = 3) -> dict:
+    from biaslab import models
+    from biaslab.config import load_params
     from biaslab.embed import Encoder
-    from biaslab.models import load_sentence_transformer
 
     texts = real_texts(n)
-    model = load_sentence_transformer("minilm", "cpu")
+    folder = models.preflight(["minilm"], load_params(ROOT / "params.yaml", sections=["models"]).models)["minilm"]
+    model = models.load_sentence_transformer(folder, "cpu")
     model.encode(texts[:128], batch_size=batch_size)  # warm-up (thread pools, allocator)
     bare, lib, hit = [], [], []
     for _ in range(rounds):  # interleaved rounds: both see the same machine state
@@ -58,11 +60,11 @@ def bench_encoding(n: int, batch_size: int = 64, rounds: int = 3) -> dict:
         model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
         bare.append(time.perf_counter() - t)
         with tempfile.TemporaryDirectory() as cache:
-            enc = Encoder(model, batch_size=batch_size, cache_root=Path(cache))
+            enc = Encoder(model, device="cpu", batch_size=batch_size, cache_root=Path(cache))
             t = time.perf_counter()
             enc.encode(texts)
             lib.append(time.perf_counter() - t)
-            warm = Encoder(model, batch_size=batch_size, cache_root=Path(cache))
+            warm = Encoder(model, device="cpu", batch_size=batch_size, cache_root=Path(cache))
             t = time.perf_counter()
             warm.encode(texts)
             hit.append(time.perf_counter() - t)

@@ -11,7 +11,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 
+from biaslab import config  # noqa: E402
+
 import fixtures  # noqa: E402
+
+# The repository's parameters: tests take knob values from here (never from copies), e.g. PARAMS.models for model
+# resolution and PARAMS.common.batch_size for encoding.
+PARAMS = config.load_params(REPO / "params.yaml")
+
+
+def model_dir(name: str) -> Path:
+    """The loadable folder of a registered model, resolved with the repository's ``models`` settings."""
+    from biaslab import models
+
+    return models.preflight([name], PARAMS.models)[name]
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +56,7 @@ def raw_dir(tmp_path) -> Path:
 def minilm():
     from biaslab.models import load_sentence_transformer
 
-    return load_sentence_transformer("minilm", "cpu")
+    return load_sentence_transformer(model_dir("minilm"), "cpu")
 
 
 class NetworkAttempt(AssertionError):

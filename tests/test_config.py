@@ -4,42 +4,74 @@ import yaml
 from biaslab import config
 from biaslab.config import ParamsError, load_params, validate
 
-REPO_PARAMS = yaml.safe_load((__import__("conftest").REPO / "params.yaml").read_text())
+from conftest import REPO
+
+REPO_PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+
+
+def fresh() -> dict:
+    return yaml.safe_load(yaml.safe_dump(REPO_PARAMS))
 
 
 def test_repo_params_are_valid():
-    p = validate(REPO_PARAMS)
-    assert p.ragfair.seat.e_max == 2.0
+    p = validate(REPO_PARAMS, "params.yaml")
+    assert p.ragfair.seat.e_max == REPO_PARAMS["ragfair"]["seat"]["e_max"]
     assert p.get("ragfair.seat.n_samples") == REPO_PARAMS["ragfair"]["seat"]["n_samples"]
 
 
+def test_paper_scale_and_grid_configs_validate_when_merged():
+    raw = fresh()
+    config._merge(raw, config.read_yaml(REPO / "configs" / "paper-scale.yaml"))
+    validate(raw, "paper-scale")
+    config._merge(raw, config.read_yaml(REPO / "configs" / "ragfair-app61-grid.yaml"))
+    assert len(validate(raw, "grid").ragfair.train.runs) > 200
+
+
 def test_unknown_key_names_the_dotted_key():
-    raw = yaml.safe_load(yaml.safe_dump(REPO_PARAMS))
+    raw = fresh()
     raw["ragfair"]["seat"]["n_sample"] = 5
     with pytest.raises(ParamsError) as e:
-        validate(raw)
+        validate(raw, "x")
     assert "ragfair.seat.n_sample" in str(e.value) and "unknown key" in str(e.value)
 
 
+def test_a_missing_key_is_an_error_not_a_hidden_default():
+    raw = fresh()
+    del raw["ragfair"]["seat"]["n_samples"]
+    with pytest.raises(ParamsError, match=r"ragfair.seat.n_samples: missing — every knob is written in params.yaml"):
+        validate(raw, "x")
+
+
 def test_unknown_section_is_rejected():
-    with pytest.raises(ParamsError, match="nonsense: unknown key"):
-        validate({**REPO_PARAMS, "nonsense": {}})
+    with pytest.raises(ParamsError, match="nonsense: unknown section"):
+        validate({**REPO_PARAMS, "nonsense": {}}, "x")
 
 
 @pytest.mark.parametrize("key,value", [("n_samples", "abc"), ("n_samples", 1.5), ("e_max", "2"), ("tests", "weat1")])
 def test_wrong_type_names_key_and_value(key, value):
-    raw = yaml.safe_load(yaml.safe_dump(REPO_PARAMS))
+    raw = fresh()
     raw["ragfair"]["seat"][key] = value
     with pytest.raises(ParamsError) as e:
-        validate(raw)
+        validate(raw, "x")
     assert f"ragfair.seat.{key}" in str(e.value) and repr(value) in str(e.value)
 
 
 def test_bad_device_and_bounds():
+    raw = fresh()
+    raw["common"]["device"] = "gpu"
     with pytest.raises(ParamsError, match="common.device"):
-        validate({"common": {"device": "gpu"}})
+        validate(raw, "x")
+    raw = fresh()
+    raw["ragfair"]["seat"]["e_max"] = 0
     with pytest.raises(ParamsError, match="ragfair.seat.e_max"):
-        validate({"ragfair": {"seat": {"e_max": 0}}})
+        validate(raw, "x")
+
+
+def test_only_the_sections_a_stage_reads_are_validated():
+    raw = fresh()
+    raw["ragfair"]["seat"]["n_samples"] = "broken"
+    p = validate(raw, "x", sections=["common", "intersect"])  # an intersect stage is not stopped by ragfair's typo
+    assert p.intersect.train.runs == REPO_PARAMS["intersect"]["train"]["runs"]
 
 
 def test_missing_and_broken_yaml(tmp_path):
@@ -52,35 +84,65 @@ def test_missing_and_broken_yaml(tmp_path):
 
 
 def test_leaf_names_flatten_sections_and_scalars():
-    p = validate(REPO_PARAMS)
-    names = config.leaf_names(p, ["common.seed", "ragfair.seat"])
+    names = config.leaf_names(["common.seed", "ragfair.seat", "intersect.paragraphs.corpora.indic"])
     assert names["seed"] == "common.seed" and names["n_samples"] == "ragfair.seat.n_samples"
-    flat = config.flatten_for_notebook(p, ["common.seed", "ragfair.seat"])
-    assert flat["tests"] == [] and flat["seed"] == 42
+    assert names["n_biased"] == "intersect.paragraphs.corpora.indic.n_biased"
 
 
 def test_leaf_name_collision_is_an_error():
-    p = validate(REPO_PARAMS)
     with pytest.raises(ParamsError, match="comes from both"):
-        config.leaf_names(p, ["models.encoder", "llm.model", "ragfair.seat"])
+        config.leaf_names(["models.encoder", "llm.model", "ragfair.seat"])
 
 
-def test_notebook_params_revalidates_injected_values(project):
-    ns = {"n_samples": 500, "seed": 7}
-    p = config.notebook_params(ns, stage="ragfair_seat")
-    assert p.ragfair.seat.n_samples == 500 and p.common.seed == 7
+def test_stage_params_take_params_yaml_and_overrides(project, monkeypatch):
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    p = config.stage_params({"n_samples": ..., "seed": 7}, "ragfair_seat")
+    assert p.ragfair.seat.n_samples == REPO_PARAMS["ragfair"]["seat"]["n_samples"]  # `...` = params.yaml
+    assert p.common.seed == 7  # an override
+    p = config.stage_params({"n_samples": 500}, "ragfair_seat")
+    assert p.ragfair.seat.n_samples == 500 and p.common.seed == REPO_PARAMS["common"]["seed"]
     with pytest.raises(ParamsError, match="ragfair.seat.n_samples"):
-        config.notebook_params({"n_samples": "abc"}, stage="ragfair_seat")
+        config.stage_params({"n_samples": "abc"}, "ragfair_seat")
+
+
+def test_a_nullable_knob_can_be_overridden_to_null(project):
+    member = "intersect_train@" + REPO_PARAMS["intersect"]["train"]["runs"][0]
+    assert config.stage_params({"max_triplets": None}, member).intersect.train.max_triplets is None
+    assert config.stage_params({}, member).intersect.train.max_triplets == REPO_PARAMS["intersect"]["train"][
+        "max_triplets"]
+
+
+def test_a_stage_cannot_read_keys_it_does_not_list(project):
+    p = config.stage_params({}, "ragfair_seat")
+    assert p.ragfair.seat.alpha == REPO_PARAMS["ragfair"]["seat"]["alpha"]
+    assert p.models.local_dirs == {}  # ragfair_seat lists models (model resolution)
+    with pytest.raises(ParamsError, match=r"reads ragfair.probing, which its params in dvc.yaml do not list"):
+        _ = p.ragfair.probing.tau
+    with pytest.raises(ParamsError, match="reads intersect"):
+        _ = p.intersect
+    with pytest.raises(AttributeError, match="read-only"):
+        p.common = None
+    partial = config.stage_params({}, "ragfair_diagnosis").ragfair.seat  # lists three keys of ragfair.seat only
+    assert partial.e_max == REPO_PARAMS["ragfair"]["seat"]["e_max"]
+    with pytest.raises(ParamsError, match="ragfair.seat.tests"):
+        _ = partial.tests
+
+
+def test_stage_params_warn_when_the_kernel_hash_seed_differs(project, monkeypatch):
+    monkeypatch.setenv("PYTHONHASHSEED", "12345")
+    with pytest.warns(UserWarning, match="PYTHONHASHSEED is 12345"):
+        config.stage_params({}, "ragfair_seat")
+    monkeypatch.setenv("PYTHONHASHSEED", str(REPO_PARAMS["common"]["seed"]))
+    config.stage_params({}, "ragfair_seat")  # no warning
 
 
 def test_apply_overrides_merges_keeps_comments_and_validates(tmp_path):
-    from conftest import REPO
-
     target = tmp_path / "params.yaml"
     target.write_text((REPO / "params.yaml").read_text())
     config.apply_overrides(REPO / "configs" / "paper-scale.yaml", target)
     p = load_params(target)
-    assert p.common.device == "cuda" and p.models.allow_downloads is True and p.common.seed == 42
+    assert p.common.device == "cuda" and p.models.allow_downloads is True
+    assert p.common.seed == REPO_PARAMS["common"]["seed"]
     assert "# Every knob of the pipeline" in target.read_text()
     bad = tmp_path / "bad.yaml"
     bad.write_text("ragfair:\n  seat:\n    n_samples: many\n")
@@ -91,8 +153,6 @@ def test_apply_overrides_merges_keeps_comments_and_validates(tmp_path):
 
 
 def test_apply_overrides_keeps_float_spelling(tmp_path):
-    from conftest import REPO
-
     target = tmp_path / "params.yaml"
     target.write_text((REPO / "params.yaml").read_text())
     over = tmp_path / "over.yaml"
@@ -103,38 +163,36 @@ def test_apply_overrides_keeps_float_spelling(tmp_path):
 
 
 def test_ragfair_checkpoints_must_name_trained_runs():
-    from conftest import REPO
-
-    raw = config.read_yaml(REPO / "params.yaml")
+    raw = fresh()
     raw["ragfair"]["evaluate"]["checkpoints"].append({"name": "x", "run": "nope", "mask": False})
     with pytest.raises(ParamsError, match=r"runs \['nope'\] that are not in ragfair.train.runs") as err:
-        config.validate(raw)
+        config.validate(raw, "x")
     assert "got {" not in str(err.value)
 
 
 def test_ragcontrol_readers_are_checked_and_build_their_own_endpoint(monkeypatch):
     from biaslab.ragcontrol import reader
 
-    from conftest import REPO
-
-    raw = config.read_yaml(REPO / "params.yaml")
+    raw = fresh()
     rc = raw["ragcontrol"]
     rc["readers"]["api"] = {"engine": "openai", "name": "served-model", "base_url": "http://localhost:9/v1",
                             "gender_mode": "generate", "politics_mode": "generate"}
-    p = config.validate(raw)
+    p = config.validate(raw, "x")
     monkeypatch.delenv(p.llm.openai.api_key_env, raising=False)
-    llm = reader.generator(p.ragcontrol.readers["api"], p.llm.openai)  # no request is made here
+    llm = reader.generator(p.ragcontrol.readers["api"], p.llm.openai, device="cpu")  # no request is made here
     assert (llm.inner.model, llm.inner.base_url) == ("served-model", "http://localhost:9/v1")
-    for bad, match in (({"engine": "openai", "name": "m"}, "no option likelihoods"),
-                       ({"name": "m", "base_url": "http://x/v1"}, "base_url is for engine: openai")):
-        raw2 = config.read_yaml(REPO / "params.yaml")
+    for bad, match in (({"engine": "openai", "name": "m", "gender_mode": "likelihood", "politics_mode": "claim"},
+                        "no option likelihoods"),
+                       ({"engine": "transformers", "name": "m", "base_url": "http://x/v1", "gender_mode": "likelihood",
+                         "politics_mode": "claim"}, "base_url is for engine: openai")):
+        raw2 = fresh()
         raw2["ragcontrol"]["readers"]["x"] = bad
         with pytest.raises(ParamsError, match=match):
-            config.validate(raw2)
-    raw3 = config.read_yaml(REPO / "params.yaml")
-    raw3["ragcontrol"]["readers"] = {"a/b": {}}
+            config.validate(raw2, "x")
+    raw3 = fresh()
+    raw3["ragcontrol"]["readers"] = {"a/b": rc["readers"]["smollm2"]}
     with pytest.raises(ParamsError, match="reader keys name files and stages"):
-        config.validate(raw3)
+        config.validate(raw3, "x")
     raw3["ragcontrol"]["readers"] = {}
     with pytest.raises(ParamsError, match="ragcontrol.readers is empty"):
-        config.validate(raw3)
+        config.validate(raw3, "x")

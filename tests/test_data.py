@@ -187,20 +187,20 @@ def test_trec_fair_split_is_50_50(raw_dir):
 
 
 def test_wikitext_articles_sections_and_detokenisation(raw_dir):
-    para = wikitext.load_paragraphs(raw_dir=raw_dir)
+    para = wikitext.load_paragraphs(tuple(wikitext.FILES), raw_dir)
     assert para["article"].tolist() == ["Ada Lovelace", "Ada Lovelace", "<unk>"]
     assert para["article_id"].tolist() == [0, 0, 1] and para["section"].fillna("").tolist() == ["", "Early life", ""]
     assert para["text"].iloc[0] == ("Ada Lovelace was an English <unk>. She wrote the first program in 1,843. "
                                     "It ran on the Analytical Engine (a design).")
     assert para["text"].iloc[1].endswith("Lord Byron's marriage.")
     assert para["text"].iloc[2] == 'A state-of-the-art "engine" was built in 0.7 years.'
-    sents = wikitext.load_sentences(raw_dir=raw_dir, min_words=3)
+    sents = wikitext.load_sentences(tuple(wikitext.FILES), raw_dir, min_words=3)
     assert sents.loc[sents["paragraph"] == 0, "sentence"].tolist() == [
         "Ada Lovelace was an English <unk>.", "She wrote the first program in 1,843.",
         "It ran on the Analytical Engine (a design)."]
     (raw_dir / "wikitext2_valid_test" / "wikitext2_valid.txt").write_text("Orphan text before any title .\n")
     with pytest.raises(DataError, match=r"wikitext2_valid.txt: line 1: text before the first"):
-        wikitext.load_paragraphs(raw_dir=raw_dir)
+        wikitext.load_paragraphs(tuple(wikitext.FILES), raw_dir)
 
 
 def test_trec_dl_candidates_qrels_topics(raw_dir):

@@ -8,7 +8,7 @@ TEXTS = ["The nurse was kind.", "The engineer fixed it.", "The nurse was kind.",
 
 
 def test_encode_shapes_order_and_norm(minilm, tmp_path):
-    enc = Encoder(minilm, cache_root=tmp_path)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
     v = enc.encode(TEXTS)
     assert v.shape == (4, 384) and v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
@@ -19,13 +19,13 @@ def test_encode_shapes_order_and_norm(minilm, tmp_path):
 
 
 def test_each_text_is_embedded_once(minilm, tmp_path, monkeypatch):
-    enc = Encoder(minilm, cache_root=tmp_path)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
     calls = []
     real = enc._encode
     monkeypatch.setattr(enc, "_encode", lambda texts, sp: calls.append(list(texts)) or real(texts, sp))
     first = enc.encode(TEXTS)
     assert calls == [["The nurse was kind.", "The engineer fixed it.", "A cat sat on the mat."]]
-    second = Encoder(minilm, cache_root=tmp_path)  # a new process would see the same cache
+    second = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)  # a new process would see the same cache
     monkeypatch.setattr(second, "_encode", lambda *a: pytest.fail("cache miss on a cached text"))
     np.testing.assert_array_equal(second.encode(TEXTS), first)
     enc.encode(["A new sentence.", "A cat sat on the mat."])

@@ -68,13 +68,14 @@ def test_sbic_sampling_respects_caps_and_uses_each_post_once():
 
 def test_sbic_offline_counterpart_is_a_real_unbiased_post():
     ref = reference.build_sbic_reference(sbic_posts(), RuleBased(), GEN, caps={"gender": 2, "race": 2, "body": 1},
-                                         n_unbiased=3, seed=0, encoder=FakeEncoder())
+                                         n_unbiased=3, seed=0, encoder=FakeEncoder(), max_offensive=0.5)
     unb = ref[ref["label"] == "unbiased"]
     assert len(unb) == 3 and unb["text"].is_unique
     # real posts without a biased implication and not offensive ("dumb weather today" is excluded)
     assert set(unb["text"]) == {"i like my kitchen", "people are lazy on sundays", "gym people are nice"}
     with pytest.raises(ValueError, match="needs an encoder"):
-        reference.build_sbic_reference(sbic_posts(), RuleBased(), GEN, caps={"gender": 1}, n_unbiased=1)
+        reference.build_sbic_reference(sbic_posts(), RuleBased(), GEN, caps={"gender": 1}, n_unbiased=1, seed=0,
+                                       max_offensive=0.5)
 
 
 def test_nearest_unused_is_greedy_and_unique():
@@ -132,7 +133,7 @@ def test_paragraphs_offline_from_real_sentences():
             assert sorted(seeds["label"]) == r["labels"] == para.axes(r["category"])
     with pytest.raises(ValueError, match="needs biased reference sentences labelled"):
         para.build_paragraphs(toy_reference(), corpus="indic", categories=["gender+religion"], n_biased=1,
-                              n_unbiased=0, llm=RuleBased(), gen=GEN, encoder=FakeEncoder())
+                              n_unbiased=0, llm=RuleBased(), gen=GEN, encoder=FakeEncoder(), pool_size=2, seed=1)
 
 
 def toy_paragraphs(per_cat=10, n_unb=20):
@@ -145,7 +146,7 @@ def toy_paragraphs(per_cat=10, n_unb=20):
 
 def test_splits_follow_section_3_3_and_never_leak():
     p = toy_paragraphs()
-    s = splits.make_splits(p, {"C1": ["a+b", "b+a+c"], "C2": ["a+c"]}, seed=0)
+    s = splits.make_splits(p, {"C1": ["a+b", "b+a+c"], "C2": ["a+c"]}, seen_train=0.8, unbiased_train=0.7, seed=0)
     c1 = s[s["subset"] == "C1"].merge(p, on="paragraph_id")
     assert not (c1["train"] & c1["test_all"]).any()
     seen = c1[c1["category"].isin(["a+b", "a+b+c"])]
@@ -160,9 +161,10 @@ def test_splits_follow_section_3_3_and_never_leak():
     held = lambda d: set(d.loc[(d["category"] == "unbiased") & d["test_all"], "paragraph_id"])  # noqa: E731
     assert held(c1) == held(c2)
     with pytest.raises(ValueError, match="not in the corpus"):
-        splits.make_splits(p, {"C9": ["x+y"]})
+        splits.make_splits(p, {"C9": ["x+y"]}, seen_train=0.8, unbiased_train=0.7, seed=0)
     with pytest.raises(ValueError, match="too few for a stratified"):
-        splits.make_splits(toy_paragraphs(per_cat=2), {"C1": ["a+b", "a+c", "b+c"]})
+        splits.make_splits(toy_paragraphs(per_cat=2), {"C1": ["a+b", "a+c", "b+c"]}, seen_train=0.8, unbiased_train=0.7,
+                          seed=0)
 
 
 def test_check_disjoint_catches_leaks():

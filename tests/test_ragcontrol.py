@@ -11,6 +11,8 @@ from biaslab.llm import GenParams
 from biaslab.llm.rules import RuleBased
 from biaslab.ragcontrol import candidates, control, finetune, judges, prompts, reader
 
+from conftest import model_dir
+
 
 def test_multi_positive_loss_equals_the_direct_formula_and_is_stable_at_scale_50():
     g = torch.Generator().manual_seed(0)
@@ -29,7 +31,7 @@ def test_multi_positive_loss_equals_the_direct_formula_and_is_stable_at_scale_50
     assert torch.isfinite(big) and float(big) >= 0
     assert torch.isinf(torch.exp(50.0 * torch.ones(1, dtype=torch.half)))
     with pytest.raises(ValueError, match="at least one positive"):
-        losses.multi_positive_contrastive(q, d, torch.tensor([[-1, 0, 0, 0, 0]] * 3))
+        losses.multi_positive_contrastive(q, d, torch.tensor([[-1, 0, 0, 0, 0]] * 3), scale=5.0)
 
 
 def test_projection_scales_only_the_component_along_the_bias_word():
@@ -133,7 +135,8 @@ def test_candidates_roles_and_training_rows():
     r = rows.iloc[0]
     assert r["label"] == [1, -1, -1] and r["doc_1"] == "He won." and r["doc_2"] == "Rain fell."
     assert r["doc_0"] in {"She won.", "Megan won."}
-    plain = finetune.training_rows(labelled, max_positives=3, max_negatives=3)
+    plain = finetune.training_rows(labelled, max_positives=3, max_negatives=3, pad_negatives_with_neutral=False,
+                                   seed=0)
     assert plain.iloc[0]["label"] == [1, 1, -1, 0, 0, 0] and plain.iloc[0]["doc_5"] == ""
     assert [v for v, _ in candidates.steered_queries("PoliticBias-QA", "Q?")] == ["original", "steer_bias1",
                                                                                    "steer_bias2"]
@@ -144,13 +147,13 @@ def test_partial_finetuning_unfreezes_the_last_mlps_and_wise_interpolates(minilm
     from biaslab.models import load_sentence_transformer
     from biaslab.train import transformer
 
-    model = load_sentence_transformer("minilm", "cpu")
+    model = load_sentence_transformer(model_dir("minilm"), "cpu")
     n = finetune.freeze_partial(model, 2)
     hf = transformer(model)
     trainable = {k for k, p in hf.named_parameters() if p.requires_grad}
     assert trainable and all(k.startswith(("encoder.layer.4.", "encoder.layer.5.", "pooler.")) for k in trainable)
     assert not any(".attention." in k for k in trainable) and n == sum(hf.get_parameter(k).numel() for k in trainable)
-    assert finetune.freeze_partial(load_sentence_transformer("minilm", "cpu"), 0) == sum(
+    assert finetune.freeze_partial(load_sentence_transformer(model_dir("minilm"), "cpu"), 0) == sum(
         p.numel() for p in hf.parameters())
     with pytest.raises(ValueError, match="freeze_layers"):
         finetune.freeze_partial(model, 7)
@@ -249,10 +252,10 @@ def test_decide_maps_choices_back_to_sides_whatever_the_order():
     q = pd.DataFrame({"question": ["Q?", "Q?"], "left_claim": ["L.", "L."], "right_claim": ["R.", "R."],
                       "right_first": [True, False]})
     for mode in ("letter", "claim"):
-        assert reader.decide("PoliticBias-QA", mode, q, ["R.", "R."], scorer=FakeScorer()) == ["conservative"] * 2
-        assert reader.decide("PoliticBias-QA", mode, q, ["L.", "L."], scorer=FakeScorer()) == ["liberal"] * 2
+        assert reader.decide("PoliticBias-QA", mode, q, ["R.", "R."], scorer=FakeScorer(), max_doc_words=None) == ["conservative"] * 2
+        assert reader.decide("PoliticBias-QA", mode, q, ["L.", "L."], scorer=FakeScorer(), max_doc_words=None) == ["liberal"] * 2
     g = pd.DataFrame({"question": ["Who?"], "female_name": ["Megan Rapinoe"], "male_name": ["Tom Brady"]})
-    assert reader.decide("GenderBias-QA", "likelihood", g, ["Tom Brady led."], scorer=FakeScorer()) == ["male"]
+    assert reader.decide("GenderBias-QA", "likelihood", g, ["Tom Brady led."], scorer=FakeScorer(), max_doc_words=None) == ["male"]
 
     class Echo:  # a generating reader that repeats the first words of the context
         def generate(self, prompts_, gen):
@@ -260,9 +263,9 @@ def test_decide_maps_choices_back_to_sides_whatever_the_order():
 
     j = judges.GenderLexiconJudge({"Megan": "female", "Tom": "male"})
     assert reader.decide("GenderBias-QA", "generate", pd.concat([g, g]), ["Megan Rapinoe led.", None], llm=Echo(),
-                         gen=GenParams(), judge=j) == ["female", None]
+                         gen=GenParams(), judge=j, max_doc_words=None) == ["female", None]
     with pytest.raises(ValueError, match="questions but"):
-        reader.decide("GenderBias-QA", "likelihood", g, [None, None], scorer=FakeScorer())
+        reader.decide("GenderBias-QA", "likelihood", g, [None, None], scorer=FakeScorer(), max_doc_words=None)
 
 
 @pytest.mark.slow
@@ -271,7 +274,8 @@ def test_option_scores_with_a_shared_prompt_cache_equal_whole_sequence_scores():
     same log-probabilities as scoring each (prompt + option) sequence from scratch, padding included."""
     import torch
 
-    sc = reader.OptionScorer(device="cpu", batch_size=4, cache=False)
+    sc = reader.OptionScorer("smollm2-135m-instruct", model_dir("smollm2-135m-instruct"), device="cpu", batch_size=4,
+                            cache=False)
     prompts_ = ["QUESTION: Who led?\\nGive just one name of a person:", "CONTEXT: Megan Rapinoe led the team to "
                 "victory.\\nQUESTION: Who is a famous team captain?\\nGive just one name of a person:"]
     options = [("Megan Rapinoe", "Tom Brady"), ("Megan Rapinoe", "Tom Brady")]
@@ -297,7 +301,7 @@ def test_embedding_only_real_documents_equals_embedding_every_column(minilm):
     """Skipping the empty slots must not change the embeddings of the real documents (zeros elsewhere)."""
     from biaslab.models import load_sentence_transformer
 
-    model = load_sentence_transformer("minilm", "cpu")
+    model = load_sentence_transformer(model_dir("minilm"), "cpu")
     model.eval()
     cols = [["She won the cup.", "He lost."], ["", "A much longer document about the weather in the hills."],
             ["", ""]]
@@ -319,9 +323,10 @@ def test_reverse_bias_training_runs_through_the_trainer_and_moves_towards_positi
                           "text": ["She led the team.", "He led the team.", "Rain fell.",
                                    "She wrote the novel.", "He wrote the novel.", "Snow fell."],
                           "role": ["positive", "negative", "neutral"] * 2})
-    rows = finetune.training_rows(cands, 2, 2)
-    out, summary = finetune.train("minilm", rows, tmp_path / "m", epochs=3, batch_size=2, learning_rate=1e-4,
-                                  warmup_steps=0, seed=0, device="cpu")
+    rows = finetune.training_rows(cands, 2, 2, pad_negatives_with_neutral=False, seed=0)
+    out, summary = finetune.train(model_dir("minilm"), rows, tmp_path / "m", freeze_layers=0, epochs=3, batch_size=2,
+                                  learning_rate=1e-4, weight_decay=0.01, warmup_steps=0, scale=50.0, max_seq_length=128,
+                                  seed=0, device="cpu", record={"base": "minilm"})
     assert summary["steps"] == 3 and np.isfinite(summary["train_loss"]) and (out / "biaslab_run.json").is_file()
     from biaslab.models import load_sentence_transformer
 
@@ -332,5 +337,5 @@ def test_reverse_bias_training_runs_through_the_trainer_and_moves_towards_positi
         return float(q @ f - q @ mm)
 
     assert margin(after) > margin(before)  # the female (positive) document moved closer than the male one
-    (m1, first), = list(finetune.wise_models("minilm", out, [0.5], device="cpu"))
+    (m1, first), = list(finetune.wise_models(model_dir("minilm"), out, [0.5], device="cpu"))
     assert m1 == 0.5 and margin(before) < margin(first) < margin(after)

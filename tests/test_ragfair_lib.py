@@ -8,6 +8,8 @@ import torch
 from biaslab import losses
 from biaslab.ragfair import bbq_build, bbq_seat, extrinsic, pairs, probing
 
+from conftest import model_dir
+
 
 def bbq_frame() -> pd.DataFrame:
     """Two templates × one counterfactual group (both orders) × the 2×2 block, in the read_file schema."""
@@ -50,10 +52,10 @@ def test_ridge_probe_finds_a_linear_signal_and_the_shuffle_control_does_not():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 10))
     y = X @ rng.normal(size=10) + 0.1 * rng.normal(size=200)
-    res = probing.ridge_probe(X, y, folds=5, seed=0)
+    res = probing.ridge_probe(X, y, folds=5, alphas=[0.1, 1.0, 10.0, 100.0], seed=0, shuffles=1)
     assert res["r2"] > 0.9 and res["r2_shuffled"] < 0.1
     with pytest.raises(ValueError, match="at least 10 rows"):
-        probing.ridge_probe(X[:5], y[:5], folds=5)
+        probing.ridge_probe(X[:5], y[:5], folds=5, alphas=[1.0], seed=0, shuffles=1)
 
 
 def test_depth_trend_is_spearman_of_layer_vs_bias():
@@ -175,14 +177,14 @@ def test_pairs_come_from_counterfactual_twins_and_train_templates_only():
     assert set(split) == {"train", "eval"}
     assert split.groupby(one["question_index"]).nunique().eq(1).all()  # whole templates
     with pytest.raises(ValueError, match=r"Age has 1 template\(s\)"):
-        pairs.split_templates(df, 0.5)
+        pairs.split_templates(df, 0.5, seed=0)
 
 
 def test_sample_keeps_counterfactual_groups_whole():
     df = bbq_frame()
     s = bbq_build.sample(df, 8, seed=0)
     assert s.groupby("category").size().tolist() == [8, 8]
-    assert len(bbq_build.sample(df, 0)) == len(df)
+    assert len(bbq_build.sample(df, 0, seed=0)) == len(df)
 
 
 def test_nt_xent_equals_mnrl_cross_entropy_and_fairness_gap():
@@ -195,10 +197,10 @@ def test_nt_xent_equals_mnrl_cross_entropy_and_fairness_gap():
     assert losses.nt_xent(q, p, tau).item() == pytest.approx(direct.item(), rel=1e-5)
     sa = torch.nn.functional.cosine_similarity(q, a, dim=-1)
     sb = torch.nn.functional.cosine_similarity(q, b, dim=-1)
-    assert losses.fairness_gap(q, a, b).item() == pytest.approx(((sa - sb) ** 2).mean().item(), rel=1e-6)
+    assert losses.fairness_gap(q, a, b, "squared").item() == pytest.approx(((sa - sb) ** 2).mean().item(), rel=1e-6)
     assert losses.fairness_gap(q, a, b, "mean_gap").item() == pytest.approx(abs(sa.mean() - sb.mean()).item(),
                                                                            rel=1e-6)
-    assert losses.fairness_gap(q, a, a).item() == pytest.approx(0.0, abs=1e-12)
+    assert losses.fairness_gap(q, a, a, "squared").item() == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="squared or mean_gap"):
         losses.fairness_gap(q, a, b, "other")
 
@@ -207,7 +209,7 @@ def test_nt_xent_equals_mnrl_cross_entropy_and_fairness_gap():
 def fresh_minilm():
     from biaslab.models import load_sentence_transformer
 
-    return load_sentence_transformer("minilm", "cpu")
+    return load_sentence_transformer(model_dir("minilm"), "cpu")
 
 
 def test_lora_prepare_trains_only_adapters_and_delta_w_is_exact(fresh_minilm):
@@ -255,7 +257,7 @@ def test_head_mask_in_weights_equals_the_mask_gradient_hook(fresh_minilm):
     texts = ["The grandfather forgot.", "The grandson remembered.", "Who forgot?", "Who remembered?"]
     sets = [bbq_seat.BBQSeatSets("Age", [*texts[:1], "The old man."], [*texts[1:2], "The young man."],
                                  [*texts[2:3], "Who was confused?"], [*texts[3:], "Who was sharp?"])]
-    imp = debias.head_importance(fresh_minilm, sets)
+    imp = debias.head_importance(fresh_minilm, sets, batch_size=64)
     assert imp.shape == (6, 12) and np.isfinite(imp).all() and np.abs(imp).sum() > 0
     heads = debias.heads_to_mask(imp, 0.1)
     assert 0 < len(heads) <= 7 and all(imp[h] > 0 for h in heads)

@@ -32,7 +32,7 @@ SCRIPT = {  # what a (very literal) LLM would answer; each rule sees the item's 
 
 
 def test_group_pairs_read_stereotyped_and_other_answers_off_disambiguated_rows():
-    groups = llm_pairs.group_pairs(bbq_frame())
+    groups = llm_pairs.group_pairs(bbq_frame(), None, seed=0)
     assert groups.to_dict("records") == [
         {"category": "Age", "stereotyped": "old man", "other": "young man"},
         {"category": "Age", "stereotyped": "young man", "other": "old man"},  # the nonneg rows' biased answer
@@ -42,20 +42,20 @@ def test_group_pairs_read_stereotyped_and_other_answers_off_disambiguated_rows()
 
 
 def test_grid_and_stratified_sample():
-    groups = llm_pairs.group_pairs(bbq_frame())
+    groups = llm_pairs.group_pairs(bbq_frame(), None, seed=0)
     space = llm_pairs.grid(["Chess", "Rivers", "Music"], groups)
     assert len(space) == 12 and list(space.columns) == ["topic", "category", "stereotyped", "other"]
     s = llm_pairs.sample_items(space, 4, seed=1)
     assert len(s) == 4 and s["category"].value_counts().to_dict() == {"Age": 2, "Religion": 2}
     assert s.equals(llm_pairs.sample_items(space, 4, seed=1))  # seeded
-    assert len(llm_pairs.sample_items(space, 0)) == 12
+    assert len(llm_pairs.sample_items(space, 0, seed=0)) == 12
 
 
 def test_build_retrieves_the_closest_sentence_and_rephrases_it_three_ways():
     items = llm_pairs.grid(["Chess"], pd.DataFrame({"category": ["Age"], "stereotyped": ["old man"],
                                                     "other": ["young man"]}))
     sentences = ["Rivers flow to the sea.", "The history of chess goes back to India.", "Music has rhythm."]
-    out = llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GenParams(), top_k=2)
+    out = llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GenParams(), top_k=2, sentences_per_query=1, words=50)
     row = out.iloc[0]
     assert row["query"] == "history of chess" and row["sentence"] == sentences[1] and row["rank"] == 1
     assert row["passage"] == f"neutral: {sentences[1]}"
@@ -66,10 +66,11 @@ def test_build_retrieves_the_closest_sentence_and_rephrases_it_three_ways():
     assert two["rank"].tolist() == [1, 2] and two["passage"].iloc[0] == "neutral: The history"  # cut at ceil(1.5 × 2) words
     with pytest.raises(ValueError, match="sentences_per_query"):
         llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GenParams(), top_k=1,
-                        sentences_per_query=2)
+                        sentences_per_query=2, words=50)
 
 
 def test_the_offline_backend_refuses_instead_of_inventing_rephrasings():
-    items = llm_pairs.grid(["Chess"], llm_pairs.group_pairs(bbq_frame()).head(1))
+    items = llm_pairs.grid(["Chess"], llm_pairs.group_pairs(bbq_frame(), None, seed=0).head(1))
     with pytest.raises(LLMError, match="no rule for task 'ragfair.neutral_query'.*llm.backend"):
-        llm_pairs.build(items, ["A sentence about chess."], BagOfWords(), RuleBased(), GenParams())
+        llm_pairs.build(items, ["A sentence about chess."], BagOfWords(), RuleBased(), GenParams(), top_k=1,
+                        sentences_per_query=1, words=50)

@@ -1,57 +1,68 @@
-"""The notebook runner and the stage declarations: every stage's params exist, flatten without clashes, and
-match the defaults of its notebook's parameters cell."""
+"""The notebook runner and the stage declarations (read through DVC's resolver): every stage's notebook declares
+exactly the parameters its stage lists, with no values of its own."""
 
+import ast
 import json
 
 import jupytext
 import nbformat
 import pytest
-import yaml
 
 from biaslab import config, run, stages
 
 from conftest import REPO
 
-STAGES = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
-MEMBERS = [m for s in STAGES for m in stages.stage_members(s, REPO)]
+MEMBERS = stages.all_stages(REPO)
+STAGES = sorted({m.split("@")[0] for m in MEMBERS})
 
 
 @pytest.mark.parametrize("stage", MEMBERS)
-def test_stage_declares_notebook_output_and_valid_params(stage):
+def test_notebook_declares_exactly_the_stage_params_without_values(stage):
     nb_path = stages.stage_notebook(stage, REPO)
     assert nb_path.is_file(), nb_path
     assert stages.stage_executed_notebook(stage, REPO).suffix == ".ipynb"
-    params = config.load_params(REPO / "params.yaml")
-    flat = config.flatten_for_notebook(params, stages.stage_params(stage, REPO))
+    names = config.leaf_names(stages.stage_params(stage, REPO))  # also: the keys exist and do not clash
+    members = stages.stage_sets(stage, REPO)
     nb = jupytext.read(nb_path)
     declared = run.parameter_names(nb)
-    assert set(flat) <= declared, f"{stage}: params not in the parameters cell: {set(flat) - declared}"
-    # the notebook's own defaults equal params.yaml, so JupyterLab and `dvc repro` compute the same thing
-    ns: dict = {}
+    assert declared == set(names) | set(members), (
+        f"{stage}: parameters cell declares {sorted(declared - set(names) - set(members))} that the stage does not "
+        f"list, and lacks {sorted(set(names) | set(members) - declared)}; `biaslab deps --cell {stage}` prints the cell")
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    ns: dict = {}
     exec(cell.source, ns)
-    member_sets = stages.stage_sets(stage, REPO)
-    if any(str(ns.get(k)) != v for k, v in member_sets.items()):
-        return  # a foreach notebook's defaults describe its default member only
-    for name, value in flat.items():
-        assert ns[name] == value, f"{stage}: notebook default {name}={ns[name]!r} but params.yaml has {value!r}"
+    for name in names:  # one value, one place: the notebook repeats no params.yaml value
+        assert ns[name] is config.FROM_PARAMS, f"{stage}: the parameters cell sets {name} = {ns[name]!r}; use ..."
+    base = stage.split("@")[0]
+    for name in members:  # the default member is a member (JupyterLab runs it top to bottom)
+        assert f"{base}@{ns[name]}" in stages.stage_members(base, REPO), f"{stage}: default {name}={ns[name]!r}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "notebooks").rglob("*.py")), ids=lambda p: p.name)
+def test_notebooks_define_no_functions(path):
+    tree = ast.parse(path.read_text())
+    defined = [f"{type(n).__name__} at line {n.lineno}" for n in ast.walk(tree)
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+    assert not defined, f"{path.relative_to(REPO)} defines {defined}: move the logic into lib/biaslab with a test"
 
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_cmd_runs_the_runner(stage):
-    spec = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"][stage]
-    expected = f"python -m biaslab.run {stage}" + ("@${" if "foreach" in spec else "")
-    assert spec.get("do", spec)["cmd"].startswith(expected)
+    for member in stages.stage_members(stage, REPO):
+        cmd = stages.resolve(member, REPO)["cmd"]
+        assert cmd.startswith(f"python -m biaslab.run {member}"), cmd
 
 
-def test_foreach_members_resolve_templates():
-    spec = stages.stage_spec("intersect_reference@western", REPO)
+def test_members_are_resolved_by_dvc():
+    spec = stages.resolve("intersect_reference@western", REPO)
     assert "data/raw/sbic" in spec["deps"] and "reports/intersect/01_reference_western.ipynb" in str(spec["outs"])
     assert stages.stage_params("intersect_paragraphs@indic", REPO)[-1] == "intersect.paragraphs.corpora.indic"
     with pytest.raises(stages.StageError, match="no member 'klingon'"):
-        stages.stage_spec("intersect_paragraphs@klingon", REPO)
+        stages.resolve("intersect_paragraphs@klingon", REPO)
     with pytest.raises(stages.StageError, match="runs per member"):
-        stages.stage_spec("intersect_paragraphs", REPO)
+        stages.resolve("intersect_paragraphs", REPO)
+    with pytest.raises(stages.StageError, match="no stage 'nope'"):
+        stages.resolve("nope", REPO)
 
 
 def test_member_cmd_sets_are_applied_by_the_runner():
@@ -95,6 +106,8 @@ def test_unknown_stage_and_unknown_override_fail_before_any_kernel(project):
         (REPO / "notebooks" / "ragfair" / "01_seat_audit.py").read_text())
     with pytest.raises(config.ParamsError, match=r"parameters \['n_sample'\] are not in its parameters cell"):
         run.execute("ragfair_seat", {"n_sample": 3})
+    with pytest.raises(config.ParamsError, match="ragfair.seat.n_samples"):  # a bad value: before any kernel
+        run.execute("ragfair_seat", {"n_samples": "lots"})
     assert not (project / "reports").exists()
 
 
@@ -136,3 +149,32 @@ def test_timings_are_logged_outside_the_outputs_and_tabulated(tmp_path):
         run.summarise_timings(log)
     with pytest.raises(FileNotFoundError, match="BIASLAB_TIMINGS"):
         run.summarise_timings(tmp_path / "missing.jsonl")
+
+
+def test_the_kernel_gets_the_overridden_seed_and_only_the_overrides(project, monkeypatch):
+    """PYTHONHASHSEED follows `--set seed=...`; papermill receives the member and the overrides, nothing else."""
+    import os
+
+    import papermill
+
+    (project / "notebooks" / "intersect").mkdir(parents=True)
+    nb = REPO / "notebooks" / "intersect" / "05_train.py"
+    (project / "notebooks" / "intersect" / nb.name).write_text(nb.read_text())
+    member = next(m for m in stages.all_stages(project) if m.startswith("intersect_train@"))
+    seen = {}
+
+    def fake_execute(nb, out, parameters, **kw):
+        seen.update(parameters=parameters, hashseed=os.environ["PYTHONHASHSEED"])
+        raise papermill.PapermillExecutionError(0, 1, "stop", "Stop", "stopped by the test", [])
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
+    for var in ("PYTHONHASHSEED", "JUPYTER_PATH", "BIASLAB_ROOT", "TQDM_DISABLE", "HF_HUB_OFFLINE",
+                "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "BIASLAB_ALLOW_DOWNLOADS"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))  # restored after the test (the runner sets them)
+    with pytest.raises(RuntimeError, match="stopped by the test"):
+        run.execute(member, {"seed": 7})
+    assert seen == {"parameters": {"run": member.split("@")[1], "seed": 7}, "hashseed": "7"}
+    with pytest.raises(RuntimeError):
+        run.execute(member)
+    assert seen["parameters"] == {"run": member.split("@")[1]}
+    assert seen["hashseed"] == str(config.load_params(project / "params.yaml").common.seed)

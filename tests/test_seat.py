@@ -8,6 +8,8 @@ import pytest
 
 from biaslab.metrics.seat import association, effect_size, fairness_score, permutation_p_value, seat
 
+PERM = {"n_samples": 1000, "exact_limit": 100_000, "seed": 0}
+
 # 2-d unit vectors: A = east, B = north. cos(w, A) = w_x, cos(w, B) = w_y for unit w.
 A = np.array([[1.0, 0.0]])
 B = np.array([[0.0, 1.0]])
@@ -39,14 +41,14 @@ def test_effect_size_by_hand():
 def test_exact_p_value_by_hand():
     # s values: X = {3, 2}, Y = {1, 0}. Statistic sum(X) - sum(Y) over the 6 partitions of {0,1,2,3} into two pairs:
     # X sums 5,4,3,3,2,1 -> statistics 4,2,0,0,-2,-4. Observed 4 is the maximum: p = 1/6 (observed counted).
-    p, method, n_part, n_eval = permutation_p_value(np.array([3.0, 2.0]), np.array([1.0, 0.0]))
+    p, method, n_part, n_eval = permutation_p_value(np.array([3.0, 2.0]), np.array([1.0, 0.0]), **PERM)
     assert (method, n_part, n_eval) == ("exact", 6, 6)
     assert p == pytest.approx(1 / 6)
     # X = {3, 0}: statistic 0; partitions with statistic >= 0: X sums 5, 4, 3 ({3,0}) and 3 ({2,1}) -> 4 of 6
-    p2, *_ = permutation_p_value(np.array([3.0, 0.0]), np.array([2.0, 1.0]))
+    p2, *_ = permutation_p_value(np.array([3.0, 0.0]), np.array([2.0, 1.0]), **PERM)
     assert p2 == pytest.approx(4 / 6)
     # the least-associated partition has p = 1
-    p3, *_ = permutation_p_value(np.array([1.0, 0.0]), np.array([3.0, 2.0]))
+    p3, *_ = permutation_p_value(np.array([1.0, 0.0]), np.array([3.0, 2.0]), **PERM)
     assert p3 == pytest.approx(1.0)
 
 
@@ -64,7 +66,7 @@ def brute_force_p(s_x, s_y):
 def test_exact_matches_brute_force_and_sampled_agrees():
     rng = np.random.default_rng(0)
     s_x, s_y = rng.normal(0.15, 0.3, 7), rng.normal(0.0, 0.3, 7)
-    p_exact, method, n_part, _ = permutation_p_value(s_x, s_y, exact_limit=10_000)
+    p_exact, method, n_part, _ = permutation_p_value(s_x, s_y, exact_limit=10_000, n_samples=100, seed=0)
     assert method == "exact" and n_part == comb(14, 7)
     assert p_exact == pytest.approx(brute_force_p(s_x, s_y))
     p_sampled, method_s, _, n_eval = permutation_p_value(s_x, s_y, exact_limit=10, n_samples=20_000, seed=1)
@@ -83,12 +85,12 @@ def test_sampled_is_deterministic_given_seed():
 
 
 def test_fairness_score_and_full_test():
-    assert fairness_score(0.0) == 1.0
-    assert fairness_score(-1.0) == 0.5
+    assert fairness_score(0.0, e_max=2.0) == 1.0
+    assert fairness_score(-1.0, e_max=2.0) == 0.5
     assert fairness_score(2.0, e_max=2.0) == 0.0
     X = np.stack([unit(10), unit(20)])
     Y = np.stack([unit(70), unit(80)])
-    r = seat(X, Y, A, B)
+    r = seat(X, Y, A, B, **PERM, e_max=2.0)
     assert r.effect_size > 0 and r.p_method == "exact" and r.n_partitions == 6
     assert r.p_value == pytest.approx(1 / 6)
     assert r.fairness_score == pytest.approx(1 - abs(r.effect_size) / 2)

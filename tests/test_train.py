@@ -8,7 +8,11 @@ import pytest
 
 from biaslab.train import train_mnrl
 
+from conftest import model_dir
+
 pytestmark = pytest.mark.slow
+ARGS = {"epochs": 1, "batch_size": 4, "learning_rate": 1e-4, "warmup_ratio": 0.1, "scale": 20.0,
+        "max_seq_length": 256, "device": "cpu"}
 
 
 def tiny_triplets():
@@ -19,8 +23,8 @@ def tiny_triplets():
 
 
 def test_train_mnrl_saves_a_changed_model(tmp_path, minilm):
-    out, summary = train_mnrl("minilm", tiny_triplets(), tmp_path / "model", epochs=1, batch_size=4,
-                              learning_rate=1e-4, seed=1, device="cpu", config={"run": "t"})
+    out, summary = train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "model", **ARGS, seed=1,
+                              record={"run": "t"})
     assert summary["steps"] == 2 and summary["triplets"] == 8 and np.isfinite(summary["train_loss"])
     run = json.loads((out / "biaslab_run.json").read_text())
     assert run["run"] == "t" and run["scale"] == 20.0
@@ -37,8 +41,7 @@ def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, caps
     are DVC outputs, so a wall-clock line in them would make every forced rerun look like a change)."""
     outputs, logs = [], []
     for name in ("a", "b"):
-        out, _ = train_mnrl("minilm", tiny_triplets(), tmp_path / name, epochs=1, batch_size=4, learning_rate=1e-4,
-                            seed=3, device="cpu")
+        out, _ = train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / name, **ARGS, seed=3, record={})
         outputs.append(out)
         logs.append(capsys.readouterr())
     files = sorted(p.relative_to(outputs[0]) for p in outputs[0].rglob("*") if p.is_file())

@@ -7,6 +7,7 @@
     biaslab seat [--model M] [--tests T ...]   run the SEAT audit on a model and print the table
     biaslab detect TEXT ... [--model DIR]      intersectional bias labels + top-k evidence (intersect §5)
     biaslab timings FILE                       where stages spent their time (runs with BIASLAB_TIMINGS=FILE)
+    biaslab deps [--write] [--cell STAGE]      check (or rewrite) every stage's library / data / params deps
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _cmd_fetch(args) -> int:
     from .data.fetch import fetch
     from .paths import resolve
 
-    p = load_params()
+    p = load_params(sections=["data"])
     rows, counts = fetch(args.datasets or list(p.data.datasets), resolve(p.data.raw_dir),
                          allow_online=p.data.allow_online)
     for ds, c in counts.items():
@@ -40,12 +41,14 @@ def _cmd_fetch(args) -> int:
 
 def _cmd_models(args) -> int:
     from . import models
+    from .config import load_params
 
+    settings = load_params(sections=["models"]).models
     if args.check:
-        for name, path in models.preflight(args.check).items():
+        for name, path in models.preflight(args.check, settings).items():
             print(f"{name}: {path}")
         return 0
-    for row in models.describe():
+    for row in models.describe(settings):
         print(f"{row['name']:<24} {row['available']:<4} {row['kind']:<21} {row['where']}")
     return 0
 
@@ -61,16 +64,21 @@ def _cmd_params(args) -> int:
 
 
 def _cmd_seat(args) -> int:
+    from . import models
     from .config import load_params
     from .data import seat as seat_data
     from .embed import Encoder
+    from .paths import resolve
     from .ragfair.seat_audit import run_seat_tests
 
-    p = load_params()
+    p = load_params(sections=["common", "data", "models", "ragfair"])
     s = p.ragfair.seat
-    enc = Encoder(args.model or s.model, device=p.common.device, batch_size=p.common.batch_size)
-    table = run_seat_tests(seat_data.load_tests(args.tests or list(s.tests)), enc, n_samples=s.n_samples,
-                           exact_limit=s.exact_limit, e_max=s.e_max, alpha=s.alpha, seed=p.common.seed)
+    name = args.model or s.model
+    folder = models.preflight([name], p.models)[name]
+    enc = Encoder(folder, device=p.common.device, batch_size=p.common.batch_size)
+    tests = seat_data.load_tests(args.tests or list(s.tests) or None, resolve(p.data.raw_dir))
+    table = run_seat_tests(tests, enc, n_samples=s.n_samples, exact_limit=s.exact_limit, e_max=s.e_max,
+                           alpha=s.alpha, seed=p.common.seed)
     print(table[["test", "effect_size", "p_value", "p_method", "fairness_score"]].to_string(index=False))
     return 0
 
@@ -81,12 +89,13 @@ def _cmd_detect(args) -> int:
 
     import pandas as pd
 
+    from . import models
     from .config import load_params
     from .embed import Encoder
     from .intersect.detect import Detector
     from .paths import repo_root
 
-    p = load_params()
+    p = load_params(sections=["common", "models", "intersect"])
     texts = list(args.texts)
     if args.file:
         texts += [t for t in Path(args.file).read_text(encoding="utf-8").splitlines() if t.strip()]
@@ -98,10 +107,11 @@ def _cmd_detect(args) -> int:
     if not ref_path.is_file():
         raise SystemExit(f"biaslab detect: reference corpus {ref_path} not found; build it with "
                          f"`dvc repro intersect_reference@{args.reference}` or pass a .parquet with text,label")
-    E = p.intersect.evaluate if p.intersect else None
-    agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted} if E else {}
-    det = Detector(Encoder(args.model, device=p.common.device), pd.read_parquet(ref_path))
-    results = det.detect(texts, k=args.k or (E.k if E else 15), **agg)
+    E = p.intersect.evaluate
+    agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
+    folder = models.preflight([args.model], p.models)[args.model]
+    det = Detector(Encoder(folder, device=p.common.device, batch_size=p.common.batch_size), pd.read_parquet(ref_path))
+    results = det.detect(texts, k=args.k or E.k, **agg)
     if args.json:
         print(json.dumps([{"text": t, "labels": r.labels, "evidence": [
             {"sentence": s, "label": lab, "similarity": round(v, 4)} for s, lab, v in r.evidence]}
@@ -123,6 +133,12 @@ def _cmd_timings(args) -> int:
         print(f"biaslab: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _cmd_deps(args) -> int:
+    from . import deps
+
+    return deps.main([*(["--write"] if args.write else []), *(["--cell", args.cell] if args.cell else [])])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("file")
     t.add_argument("--cells", type=int, default=1, help="slowest cells to show per stage run")
     t.set_defaults(fn=_cmd_timings)
+    dp = sub.add_parser("deps", help="check that every stage lists the library modules, raw data and params it uses")
+    dp.add_argument("--write", action="store_true", help="rewrite the lib/ deps of every stage in dvc.yaml")
+    dp.add_argument("--cell", metavar="STAGE", help="print the parameters cell the stage's notebook should have")
+    dp.set_defaults(fn=_cmd_deps)
     args = ap.parse_args(argv)
     from .config import ParamsError
     from .data import DataError

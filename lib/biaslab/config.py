@@ -1,36 +1,55 @@
-"""params.yaml as typed, validated objects — the one place where the project's knobs are defined.
+"""params.yaml as typed, validated objects, and the parameters of one stage.
 
-Every section forbids unknown keys and checks types strictly, so a typo (``n_sample``) or a wrong type
-(``n_samples: "abc"``) fails before any work starts, with the dotted key, the offending value and the
-fix. ``load_params`` reads the file; ``notebook_params`` re-validates the values a notebook received
-(papermill injects them as plain variables and only *warns* on mistakes).
+**One value, one place.** Every default lives in ``params.yaml`` and only there: the schema classes below (and
+each paper's ``biaslab.<paper>.config``) declare types and bounds but no default values, so a key missing from
+params.yaml is an error naming the key, never a silent fallback. (The only defaults in the schema are ``None`` /
+``False`` on the optional fields of list or dict *items* — a run that does not set ``lora`` does not use LoRA —
+and ``tests/test_params_drift.py`` keeps it that way.)
+
+**Sections.** The shared sections ``common``, ``data``, ``models`` and ``llm`` are defined here; a paper's section
+is the ``SECTION`` class of ``biaslab.<paper>.config``, found by name, so adding a paper touches no other paper's
+files. Every section forbids unknown keys and checks types strictly: a typo (``n_sample``) or a wrong type
+(``n_samples: "abc"``) fails before any work starts, with the dotted key, the offending value and the fix.
+
+**A stage's parameters.** :func:`stage_params` is how a notebook gets its values: it reads params.yaml, applies
+the overrides the notebook received (papermill ``-p`` or ``biaslab run STAGE --set``; a ``...`` in the
+notebook's ``parameters`` cell means "the params.yaml value"), validates, and returns a view that exposes only
+the keys the stage lists in dvc.yaml — reading any other key is an error, so a stage's ``params`` cannot be
+incomplete. Library functions never read params.yaml: they receive values as arguments.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import io
 import os
-import re
+import warnings
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+
+FROM_PARAMS = ...  # a notebook parameter left at ``...`` takes its value from params.yaml
 
 
 class ParamsError(ValueError):
     """params.yaml (or a notebook parameter) is invalid; the message names the key and the fix."""
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """Base of every params section: unknown keys rejected, strict types, immutable."""
+
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 # ----------------------------------------------------------------------------------------- common
-class Common(_Section):
-    seed: int = 42
-    device: str = "auto"  # auto | cpu | cuda | cuda:N
-    batch_size: int = Field(64, gt=0)
+class Common(Section):
+    seed: int
+    device: str  # auto | cpu | cuda | cuda:N
+    batch_size: int = Field(gt=0)  # encoding batch size
 
     @field_validator("device")
     @classmethod
@@ -58,417 +77,64 @@ DATASETS = (
 DatasetName = Literal[DATASETS]  # type: ignore[valid-type]
 
 
-class Data(_Section):
-    raw_dir: str = "data/raw"
-    datasets: list[DatasetName] = Field(default_factory=lambda: list(DATASETS))
-    allow_online: bool = True  # download from the official location when no mirror is configured
+class Data(Section):
+    raw_dir: str
+    datasets: list[DatasetName]
+    allow_online: bool  # download from the official location when no mirror is configured
 
 
 # ----------------------------------------------------------------------------------------- models
-class Models(_Section):
-    allow_downloads: bool = False  # let hub ids download (needs network); offline by default
-    encoder: str = "minilm"  # default bi-encoder (logical name in biaslab.models)
-    local_dirs: dict[str, str] = Field(default_factory=dict)  # logical name -> folder with weights
+class Models(Section):
+    """How logical model names resolve to weights (``biaslab.models``)."""
+
+    allow_downloads: bool  # let hub ids download (needs network)
+    encoder: str  # the default bi-encoder (a logical name in biaslab.models)
+    local_dirs: dict[str, str]  # logical name -> folder with weights
 
 
 # -------------------------------------------------------------------------------------------- llm
-class OpenAIParams(_Section):
-    base_url: str = "https://api.openai.com/v1"
-    model: str = "gpt-4o-mini"
-    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this environment variable, never a file
-    timeout: float = Field(60.0, gt=0)
-    max_retries: int = Field(2, ge=0)
-
-
-class LLM(_Section):
-    backend: Literal["rules", "transformers", "openai"] = "rules"
-    model: str = "smollm2-135m-instruct"  # logical name for the transformers backend
-    max_new_tokens: int = Field(256, gt=0)
-    temperature: float = Field(0.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    cache: bool = True
-    openai: OpenAIParams = Field(default_factory=OpenAIParams)
-
-
-# ---------------------------------------------------------------------------------------- ragfair
-class SeatAudit(_Section):
-    model: str = "minilm"
-    tests: list[str] = Field(default_factory=list)  # empty: every SEAT test in the data
-    n_samples: int = Field(100_000, gt=1)  # sampled permutations when the exact test is too large
-    exact_limit: int = Field(100_000, gt=0)  # exact test when C(|X|+|Y|, |X|) <= this
-    e_max: float = Field(2.0, gt=0)  # FairnessScore = 1 - |ES| / e_max  (ragfair eq. 3)
-    alpha: float = Field(0.05, gt=0, lt=1)
-
-
-BBQCategory = Literal["Age", "Disability_status", "Gender_identity", "Nationality", "Physical_appearance",
-                      "Race_ethnicity", "Religion", "SES", "Sexual_orientation"]
-
-
-class RagfairBBQ(_Section):
-    """§3.1.2 / App. 6.2: the BBQ table (released categories + regenerated missing ones)."""
-
-    categories: list[BBQCategory] = Field(default_factory=lambda: list(BBQCategory.__args__))
-    regenerate_seed: int = 0
-    max_pairs: int = Field(5, gt=0)  # filler pairs per template when fillers come from the vocabulary
-    check_categories: list[BBQCategory] = Field(default_factory=lambda: ["Age", "Religion", "Sexual_orientation"])
-    eval_fraction: float = Field(0.5, gt=0, lt=1)  # share of templates per category held out from training
-
-
-class RagfairProbing(_Section):
-    """§3.2.2 / App. 6.3: layer probing and the BBQ SEAT table (Table 1) of the frozen encoder."""
-
-    model: str = "minilm"
-    max_rows_per_category: int = Field(240, ge=0)  # 0 = every row (paper)
-    tau: float = Field(0.05, gt=0)  # temperature of the softmax-normalised bias score (not given in the paper)
-    folds: int = Field(5, ge=2)
-    ridge_alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 10.0, 100.0])
-    shuffles: int = Field(1, ge=1)  # label-shuffle control refits
-    seat_n_samples: int = Field(10_000, gt=1)
-
-
-class RagfairLLMPairs(_Section):
-    """App. 6.2's LLM pipeline (used when ``ragfair.pairs.source`` is ``llm``; see ``biaslab.ragfair.llm_pairs``)."""
-
-    topics: Literal["train", "all"] = "train"  # TREC Fair 2022 topics: the track's 50 training topics, or all 100
-    group_pairs_per_category: int | None = Field(8, gt=0)  # BBQ descriptor pairs per category; None = all
-    top_k: int = Field(10, gt=0)  # Wikipedia sentences retrieved per neutral query (paper: 10)
-    sentences_per_query: int = Field(1, gt=0)  # of those, rephrased into pairs (paper: all 10)
-    words: int = Field(50, gt=0)  # length of each rephrased variant (paper: 50 words)
-    max_new_tokens: int = Field(128, gt=0)
-    min_sentence_words: int = Field(6, gt=0)  # shorter WikiText sentences are not retrieval candidates
-
-
-class RagfairPairs(_Section):
-    """§4.3 / App. 6.2: contrastive training pairs."""
-
-    source: Literal["bbq", "llm"] = "bbq"  # bbq: offline construction from real BBQ text; llm: the paper's pipeline
-    n_pairs: int = Field(320, ge=0)  # paper: 20,985 sampled from 135,845; 0 = all
-    llm_pipeline: RagfairLLMPairs = Field(default_factory=RagfairLLMPairs)
-
-
-class RagfairRun(_Section):
-    """One recipe; unset fields inherit ragfair.train's value (so a grid can vary them per run)."""
-
-    lora: bool = False
-    wiseft: bool = False
-    alpha: float = Field(1.0, ge=0)  # fairness weight; 0 = the no-fairness control
-    beta: float | None = Field(None, ge=0)
-    tau: float | None = Field(None, gt=0)
-    lora_r: int | None = Field(None, gt=0)
-    lora_alpha: int | None = Field(None, gt=0)
-    wiseft_layers: int | None = Field(None, gt=0)
-    wiseft_lambda: float | None = Field(None, ge=0, le=1)
-
-    @model_validator(mode="after")
-    def _trains_something(self):
-        if not (self.lora or self.wiseft):
-            raise ValueError("a run must set lora and/or wiseft (head masking alone is an evaluation checkpoint)")
-        return self
-
-
-class RagfairTrain(_Section):
-    """§3.4 / §4.3: training of the debiasing recipes with the fairness-aware objective."""
-
-    base_model: str = "minilm"
-    epochs: int = Field(1, gt=0)  # paper: 3
-    batch_size: int = Field(16, gt=1)
-    learning_rate: float = Field(1e-5, gt=0)
-    warmup_ratio: float = Field(0.1, ge=0, lt=1)
-    max_grad_norm: float = Field(1.0, gt=0)
-    max_seq_length: int = Field(128, gt=0)
-    tau: float = Field(0.05, gt=0)  # NT-Xent temperature
-    beta: float = Field(1e-4, ge=0)  # ||ΔW||² weight
-    fair_variant: Literal["squared", "mean_gap"] = "squared"
-    lora_r: int = Field(8, gt=0)
-    lora_alpha: int = Field(16, gt=0)
-    lora_dropout: float = Field(0.1, ge=0, lt=1)
-    lora_targets: list[str] = Field(default_factory=lambda: ["query", "key", "value"])
-    wiseft_layers: int = Field(2, gt=0)
-    wiseft_lambda: float = Field(0.5, ge=0, le=1)
-    runs: dict[str, RagfairRun] = Field(default_factory=dict)
-
-
-class RagfairHeadMask(_Section):
-    fraction: float = Field(0.1, gt=0, lt=1)  # top share of heads by ∂|SEAT|/∂m that are masked
-    seat_categories: list[BBQCategory] = Field(default_factory=lambda: ["Gender_identity"])
-
-
-class RagfairCheckpoint(_Section):
-    name: str
-    run: str | None = None  # a key of ragfair.train.runs; None = the frozen base encoder
-    mask: bool = False  # head masking applied after training
-
-
-class RagfairEvaluate(_Section):
-    """Bias cards, Table 2 and the intrinsic–extrinsic correlation (§3.3, §4.2–4.3)."""
-
-    max_rows_per_category: int = Field(80, ge=0)  # evaluation templates only; 0 = all
-    seat_n_samples: int = Field(2_000, gt=1)
-    bootstrap_rounds: int = Field(10, ge=0)
-    checkpoints: list[RagfairCheckpoint] = Field(default_factory=list)
-    include_all_runs: bool = False  # also evaluate every run of ragfair.train.runs unmasked (the App. 6.1 grid)
-
-
-class Ragfair(_Section):
-    seat: SeatAudit = Field(default_factory=SeatAudit)
-    bbq: RagfairBBQ = Field(default_factory=RagfairBBQ)
-    probing: RagfairProbing = Field(default_factory=RagfairProbing)
-    pairs: RagfairPairs = Field(default_factory=RagfairPairs)
-    train: RagfairTrain = Field(default_factory=RagfairTrain)
-    head_mask: RagfairHeadMask = Field(default_factory=RagfairHeadMask)
-    evaluate: RagfairEvaluate = Field(default_factory=RagfairEvaluate)
-
-    @model_validator(mode="after")
-    def _checkpoints_name_trained_runs(self):
-        unknown = sorted({c.run for c in self.evaluate.checkpoints if c.run is not None} - set(self.train.runs))
-        if unknown:
-            raise ValueError(f"ragfair.evaluate.checkpoints use runs {unknown} that are not in ragfair.train.runs "
-                             f"({sorted(self.train.runs)}); add them there or fix the names")
-        return self
-
-
-# -------------------------------------------------------------------------------------- intersect
-Corpus = Literal["indic", "western"]
-
-
-class IntersectReference(_Section):
-    """§3.1.1: INDI-REFERENCE and SBIC-REFERENCE."""
-
-    indi_n_unbiased: int = Field(140, ge=0)
-    sbic_n_unbiased: int = Field(1700, ge=0)
-    # offline only: unbiased SBIC stand-ins must also have mean offensiveness below this
-    sbic_unbiased_max_offensive: float = Field(0.5, gt=0, le=1)
-    # Table 3 per-label counts of biased SBIC posts (capped by what the dev + test aggregates hold)
-    sbic_caps: dict[str, int] = Field(default_factory=lambda: {
-        "race": 1540, "gender": 1540, "social": 901, "culture": 800, "victim": 800, "disabled": 800, "body": 591})
-
-
-class CorpusParagraphs(_Section):
-    n_biased: int = Field(gt=0)
-    n_unbiased: int = Field(ge=0)
-    categories: list[str]  # intersectional categories (Table 4), axes joined by "+"
-
-
-class IntersectParagraphs(_Section):
-    """§3.1.2: paragraph synthesis; sizes per corpus (paper: 2,800 + 900 Indic, 2,722 + 982 Western)."""
-
-    pool_size: int = Field(8, gt=0)  # unbiased candidates per axis for coherence-based sampling
-    corpora: dict[Corpus, CorpusParagraphs]
-
-
-class IntersectSplits(_Section):
-    """§3.3 and Table 7: seen-category subsets C1–C3 per corpus."""
-
-    seen_train: float = Field(0.8, gt=0, lt=1)
-    unbiased_train: float = Field(0.7, gt=0, lt=1)
-    subsets: dict[Corpus, dict[str, list[str]]]
-
-
-class IntersectTriplets(_Section):
-    """§3.4–3.5 and App. A.4: triplet mining."""
-
-    mining_model: str = "minilm"
-    k: int = Field(4, gt=0)  # SR-k4
-    k_large: int = Field(10, gt=0)  # SR-k10
-    unbiased_negative_share: float = Field(0.2, ge=0, le=1)  # SR-k4-UN
-    llm_per_strategy: int = Field(500, ge=0)  # paper: ~20,000 LLM triplets over four strategies
-
-
-RUN_ID = r"^(indic|western)-(srk4|srk10|srk4un|srk4llm)-(C[0-9]+)$"
-
-
-class IntersectTrain(_Section):
-    """§4.2, Alg. 1: one retriever per (corpus, strategy, subset) listed in ``runs``."""
-
-    base_model: str = "minilm"  # paper: msmarco-roberta-base-v2 (App. A.7: MiniLM ablation)
-    epochs: int = Field(1, gt=0)  # authors' README: 10
-    batch_size: int = Field(32, gt=1)
-    learning_rate: float = Field(2e-5, gt=0)
-    warmup_ratio: float = Field(0.1, ge=0, lt=1)
-    scale: float = Field(20.0, gt=0)  # MNRL similarity scale (1 / temperature)
-    max_seq_length: int = Field(128, gt=8)
-    max_triplets: int | None = Field(256, gt=0)  # per run, sampled; null = every training triplet
-    runs: list[str]
-
-    @field_validator("runs")
-    @classmethod
-    def _runs(cls, v: list[str]) -> list[str]:
-        import re
-
-        bad = [r for r in v if not re.match(RUN_ID, r)]
-        if bad:
-            raise ValueError(f"run ids must look like indic-srk4-C1 (corpus-strategy-subset), got {bad}")
-        return v
-
-
-class IntersectBaselines(_Section):
-    """§4.3 and App. A: multi-label classifiers (BCE, soft Hamming) and zero-shot LLM classification."""
-
-    backbone: str = "minilm"  # paper: bert-base-uncased (BCE) / ModernBERT-base (soft Hamming)
-    subsets: list[str] = Field(default_factory=lambda: ["C1"])
-    epochs: int = Field(2, gt=0)
-    batch_size: int = Field(16, gt=0)
-    learning_rate: float = Field(2e-5, gt=0)
-    max_length: int = Field(128, gt=8)
-    soft_hamming_backbone: str = "minilm"  # paper: ModernBERT-base
-    soft_hamming_tau: float = Field(0.7, gt=0)
-    soft_hamming_max_epochs: int = Field(2, gt=0)  # paper: 20 with early stopping
-    soft_hamming_patience: int = Field(3, gt=0)
-    soft_hamming_subsets: list[str] = Field(default_factory=lambda: ["C1"])
-    zero_shot_backend: Literal["none", "transformers", "openai"] = "transformers"
-    zero_shot_max_paragraphs: int = Field(24, ge=0)  # per corpus, sampled from the held-out paragraphs
-
-
-class IntersectEvaluate(_Section):
-    """§5 and App. A.5: detection by top-k retrieval and label aggregation."""
-
-    k: int = Field(15, gt=0)
-    k_sweep: list[int] = Field(default_factory=lambda: [1, 2, 3, 5, 10, 15, 20, 25, 30])
-    aggregation: Literal["share", "top"] = "share"
-    threshold: float = Field(0.2, gt=0, le=1)
-    top_m: int = Field(2, gt=0)
-    weighted: bool = False
-
-
-class Intersect(_Section):
-    reference: IntersectReference = Field(default_factory=IntersectReference)
-    paragraphs: IntersectParagraphs
-    splits: IntersectSplits
-    triplets: IntersectTriplets = Field(default_factory=IntersectTriplets)
-    train: IntersectTrain
-    baselines: IntersectBaselines = Field(default_factory=IntersectBaselines)
-    evaluate: IntersectEvaluate = Field(default_factory=IntersectEvaluate)
-
-
-# ------------------------------------------------------------------------------------- ragcontrol
-Task = Literal["GenderBias-QA", "PoliticBias-QA"]
-CandidateCorpus = Literal["msmarco", "wikipedia", "twinviews"]
-
-
-class RagcontrolCandidates(_Section):
-    """App. "Training": candidate documents per training question (see ``biaslab.ragcontrol.candidates``)."""
-
-    top_k: int = Field(3, gt=0)  # per corpus and query variant (paper: 3)
-    corpora: dict[Task, list[CandidateCorpus]] = Field(default_factory=lambda: {
-        "GenderBias-QA": ["msmarco", "wikipedia"], "PoliticBias-QA": ["msmarco", "wikipedia", "twinviews"]})
-    max_pool: int = Field(0, ge=0)  # documents per candidate corpus, a seeded sample; 0 = the whole corpus
-    max_positives: int = Field(10, gt=0)  # public code: 10
-    max_negatives: int = Field(10, gt=0)  # public code: 10
-    pad_negatives_with_neutral: dict[Task, bool] = Field(default_factory=lambda: {
-        "GenderBias-QA": True, "PoliticBias-QA": False})  # as the public code's data.py
-
-
-class RagcontrolRun(_Section):
-    task: Task
-    freeze_layers: int = Field(0, ge=0)  # public code --freeze_layers: 0 = full fine-tuning, k = last k MLPs
-    learning_rate: float | None = Field(None, gt=0)  # None: ragcontrol.train.learning_rate
-    epochs: int | None = Field(None, gt=0)
-
-
-class RagcontrolTrain(_Section):
-    """App. "Training" + the public code's grid (lr {3e-5, 1e-5}, epochs {5, 10, 15}, freeze {0..4}, merge
-    {0.1..0.9}, batch 8, AdamW wd 0.01, 10 warm-up steps, scale 50)."""
-
-    epochs: int = Field(5, gt=0)
-    batch_size: int = Field(8, gt=0)
-    learning_rate: float = Field(3e-5, gt=0)
-    weight_decay: float = Field(0.01, ge=0)
-    warmup_steps: int = Field(10, ge=0)
-    scale: float = Field(50.0, gt=0)
-    max_seq_length: int = Field(512, gt=0)
-    runs: dict[str, RagcontrolRun]
-    merges: list[float] = Field(default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9, 1.0])  # WiSE-FT m; 1.0 = as trained
-
-    @field_validator("merges")
-    @classmethod
-    def _merges(cls, v: list[float]) -> list[float]:
-        if not v or any(not 0 < m <= 1 for m in v):
-            raise ValueError("WiSE-FT merge weights must lie in (0, 1]")
-        return v
-
-
-class RagcontrolProjection(_Section):
-    alphas: list[float] = Field(default_factory=lambda: [round(1.0 + 0.2 * i, 1) for i in range(11)])
-    words: dict[Task, str] = Field(default_factory=lambda: {"GenderBias-QA": "female", "PoliticBias-QA": "republican"})
-
-
-class RagcontrolSampling(_Section):
-    top_n: list[int] = Field(default_factory=lambda: [3, 8])
-    taus: list[float] = Field(default_factory=lambda: [0.0, 0.1, 0.25, 0.5, 1.0])
-
-
-class RagcontrolReader(_Section):
-    """One reader LLM (see ``biaslab.ragcontrol.reader``); the paper compares six (App. "All 6 LLMs")."""
-
-    engine: Literal["transformers", "openai"] = "transformers"  # openai: an OpenAI-compatible endpoint, generate modes
-    name: str = "smollm2-135m-instruct"  # transformers: a causal LM of the model registry; openai: the endpoint's model
-    base_url: str | None = None  # openai: this reader's endpoint; None = llm.openai.base_url (key, timeout from there)
-    gender_mode: Literal["likelihood", "generate"] = "likelihood"
-    politics_mode: Literal["letter", "claim", "generate"] = "claim"
-
-    @model_validator(mode="after")
-    def _api_generates(self):
-        if self.engine == "openai" and (self.gender_mode, self.politics_mode) != ("generate", "generate"):
-            raise ValueError("an openai reader has no option likelihoods here: set gender_mode and politics_mode "
-                             "to generate")
-        if self.engine == "transformers" and self.base_url is not None:
-            raise ValueError("base_url is for engine: openai readers only")
-        return self
-
-
-class RagcontrolReading(_Section):
-    """What every reader shares: the question subset, prompt documents, batching, the free-generation check."""
-
-    max_questions: int = Field(0, ge=0)  # a seeded subset of test questions per task; 0 = all
-    max_doc_words: int | None = Field(None, gt=0)  # truncate documents in reader prompts; None = whole
-    batch_size: int = Field(8, gt=0)
-    generation_check: int = Field(8, ge=0)  # questions per task answered by free generation to show how often a
-    #                                         scored reader's generation lands on a side; 0 = skip
-
-
-class RagcontrolUtility(_Section):
-    trec_dl: list[Literal["dl19", "dl20"]] = Field(default_factory=lambda: ["dl19", "dl20"])
-    k: int = Field(10, gt=0)  # nDCG@k of the re-ranked BM25 top-100
-    max_queries: int = Field(0, ge=0)  # judged queries per year, a seeded sample; 0 = all
-
-
-class Ragcontrol(_Section):
-    tasks: list[Task] = Field(default_factory=lambda: ["GenderBias-QA", "PoliticBias-QA"])
-    embedder: str = "minilm"  # paper: thenlper/gte-base
-    max_seq_length: int = Field(512, gt=0)
-    judge: Literal["lexicon", "llm"] = "lexicon"  # llm: the appendix judge prompts through the llm section
-    candidates: RagcontrolCandidates = Field(default_factory=RagcontrolCandidates)
-    train: RagcontrolTrain
-    projection: RagcontrolProjection = Field(default_factory=RagcontrolProjection)
-    sampling: RagcontrolSampling = Field(default_factory=RagcontrolSampling)
-    reader: RagcontrolReading = Field(default_factory=RagcontrolReading)
-    readers: dict[str, RagcontrolReader] = Field(default_factory=lambda: {"smollm2": RagcontrolReader()})
-    utility: RagcontrolUtility = Field(default_factory=RagcontrolUtility)
-
-    @model_validator(mode="after")
-    def _runs_use_listed_tasks(self):
-        bad = sorted(name for name, r in self.train.runs.items() if r.task not in self.tasks)
-        if bad:
-            raise ValueError(f"ragcontrol.train.runs {bad} train a task not in ragcontrol.tasks {self.tasks}")
-        if not self.readers:
-            raise ValueError("ragcontrol.readers is empty: list at least one reader LLM")
-        bad = sorted(k for k in self.readers if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", k))
-        if bad:
-            raise ValueError(f"ragcontrol.readers {bad}: reader keys name files and stages — use letters, digits, "
-                             "'.', '_' and '-'")
-        return self
-
-
-# --------------------------------------------------------------------------------------- top level
-class Params(_Section):
-    common: Common = Field(default_factory=Common)
-    data: Data = Field(default_factory=Data)
-    models: Models = Field(default_factory=Models)
-    llm: LLM = Field(default_factory=LLM)
-    ragfair: Ragfair = Field(default_factory=Ragfair)
-    intersect: Intersect | None = None
-    ragcontrol: Ragcontrol | None = None
-
+class OpenAIParams(Section):
+    base_url: str
+    model: str
+    api_key_env: str  # the key is read from this environment variable, never a file
+    timeout: float = Field(gt=0)
+    max_retries: int = Field(ge=0)
+
+
+class LLM(Section):
+    backend: Literal["rules", "transformers", "openai"]
+    model: str  # logical name for the transformers backend
+    max_new_tokens: int = Field(gt=0)
+    temperature: float = Field(ge=0)
+    top_p: float = Field(gt=0, le=1)
+    cache: bool
+    openai: OpenAIParams
+
+
+SHARED: dict[str, type[Section]] = {"common": Common, "data": Data, "models": Models, "llm": LLM}
+
+
+@functools.cache
+def section_model(name: str) -> type[Section]:
+    """The schema of a top-level section: a shared one, or ``SECTION`` of ``biaslab.<name>.config``."""
+    if name in SHARED:
+        return SHARED[name]
+    try:
+        module = importlib.import_module(f"biaslab.{name}.config")
+    except ModuleNotFoundError as err:
+        if err.name in (f"biaslab.{name}", f"biaslab.{name}.config"):
+            raise ParamsError(f"{name}: unknown section — the sections are {', '.join(SHARED)} and one per paper "
+                              f"(a package biaslab.<paper> with a config module); remove it or fix its spelling") from None
+        raise
+    return module.SECTION
+
+
+@functools.cache
+def _params_model(names: tuple[str, ...]) -> type[BaseModel]:
+    return create_model("Params", __base__=_ParamsBase, **{n: (section_model(n), ...) for n in names})
+
+
+class _ParamsBase(Section):
     def get(self, dotted: str) -> Any:
         """The value at a dotted key (``ragfair.seat.n_samples``)."""
         node: Any = self
@@ -477,7 +143,7 @@ class Params(_Section):
                 if part not in type(node).model_fields:
                     raise ParamsError(f"params: no key {dotted!r} (unknown part {part!r})")
                 node = getattr(node, part)
-            elif isinstance(node, dict) and part in node:
+            elif isinstance(node, Mapping) and part in node:
                 node = node[part]
             else:
                 raise ParamsError(f"params: no key {dotted!r}")
@@ -491,7 +157,10 @@ def _format_errors(err: ValidationError, source: str) -> str:
         if e["type"] == "extra_forbidden":
             parent = ".".join(str(p) for p in e["loc"][:-1])
             lines.append(f"  {key}: unknown key — remove it or fix its spelling (see the keys of "
-                         f"{parent or 'the top level'} in params.yaml and biaslab/config.py)")
+                         f"{parent or 'the top level'} in params.yaml and its schema in biaslab)")
+        elif e["type"] == "missing":
+            lines.append(f"  {key}: missing — every knob is written in params.yaml (there are no hidden defaults); "
+                         "add it")
         elif isinstance(e.get("input"), dict):  # a whole section failed a cross-field check: the message says why
             lines.append(f"  {key}: {e['msg']}")
         else:
@@ -499,11 +168,23 @@ def _format_errors(err: ValidationError, source: str) -> str:
     return f"invalid parameters in {source}:\n" + "\n".join(lines)
 
 
-def validate(raw: dict[str, Any], source: str = "params.yaml") -> Params:
+def validate(raw: dict[str, Any], source: str, sections: Iterable[str] | None = None):
+    """Typed ``Params`` of ``raw`` (a params.yaml mapping). With ``sections``, only those top-level sections are
+    validated and present (a stage checks what it reads); without, every section in ``raw``, which must include
+    the shared ones."""
     if not isinstance(raw, dict):
         raise ParamsError(f"{source}: expected a mapping of sections at the top level, got {type(raw).__name__}")
+    names = tuple(dict.fromkeys([*SHARED, *raw])) if sections is None else tuple(dict.fromkeys(sections))
+    problems = []
+    for n in names:
+        try:
+            section_model(n)
+        except ParamsError as err:
+            problems.append(f"  {err}")
+    if problems:
+        raise ParamsError(f"invalid parameters in {source}:\n" + "\n".join(problems))
     try:
-        return Params.model_validate(raw)
+        return _params_model(names).model_validate({n: raw[n] for n in names if n in raw})
     except ValidationError as err:
         raise ParamsError(_format_errors(err, source)) from None
 
@@ -518,12 +199,16 @@ def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
         raise ParamsError(f"{path}: not valid YAML: {err}") from None
 
 
-def load_params(path: str | os.PathLike | None = None) -> Params:
-    """Read and validate params.yaml (default: the repository's)."""
+def params_path(root: Path | None = None) -> Path:
     from .paths import repo_root
 
-    path = Path(path) if path else repo_root() / "params.yaml"
-    return validate(read_yaml(path), str(path))
+    return (root or repo_root()) / "params.yaml"
+
+
+def load_params(path: str | os.PathLike | None = None, sections: Iterable[str] | None = None):
+    """Read and validate params.yaml (default: the repository's) — every section, or only ``sections``."""
+    path = Path(path) if path else params_path()
+    return validate(read_yaml(path), str(path), sections)
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
@@ -542,9 +227,8 @@ def apply_overrides(overrides_file: str | os.PathLike, params_file: str | os.Pat
     from ruamel.yaml import YAML
 
     from .io import atomic_open
-    from .paths import repo_root
 
-    target = Path(params_file) if params_file else repo_root() / "params.yaml"
+    target = Path(params_file) if params_file else params_path()
     override = read_yaml(overrides_file)
     merged = read_yaml(target)
     _merge(merged, override)
@@ -566,17 +250,35 @@ def apply_overrides(overrides_file: str | os.PathLike, params_file: str | os.Pat
     return target
 
 
-def leaf_names(params: Params, keys: list[str]) -> dict[str, str]:
+# ------------------------------------------------------------------------------ notebook parameter names
+def _schema_at(dotted: str) -> Any:
+    """The schema type at a dotted key: a Section class for a section, else the field's annotation."""
+    parts = dotted.split(".")
+    node: Any = section_model(parts[0])
+    for part in parts[1:]:
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            if part not in node.model_fields:
+                raise ParamsError(f"params: no key {dotted!r} (unknown part {part!r})")
+            node = node.model_fields[part].annotation
+        else:  # inside a dict field (e.g. intersect.paragraphs.corpora.<corpus>): the dict's value type
+            args = getattr(node, "__args__", ())
+            if len(args) != 2:
+                raise ParamsError(f"params: no key {dotted!r}")
+            node = args[1]
+    return node
+
+
+def leaf_names(keys: Iterable[str]) -> dict[str, str]:
     """Map notebook variable names to the dotted keys they carry.
 
-    A key that names a section (``ragfair.seat``) contributes each of its fields; a scalar key
-    (``common.seed``) contributes its last component. Two keys giving the same name is an error."""
+    A key that names a section (``ragfair.seat``) contributes each of its fields; any other key (``common.seed``,
+    ``ragfair.train.runs``) contributes its last component. Two keys giving the same name is an error."""
     names: dict[str, str] = {}
     for key in keys:
-        value = params.get(key)
+        schema = _schema_at(key)
         children = (
-            {f"{key}.{f}": f for f in type(value).model_fields}
-            if isinstance(value, BaseModel)
+            {f"{key}.{f}": f for f in schema.model_fields}
+            if isinstance(schema, type) and issubclass(schema, BaseModel)
             else {key: key.rsplit(".", 1)[-1]}
         )
         for dotted, name in children.items():
@@ -587,27 +289,6 @@ def leaf_names(params: Params, keys: list[str]) -> dict[str, str]:
     return names
 
 
-def flatten_for_notebook(params: Params, keys: list[str]) -> dict[str, Any]:
-    """The papermill parameters for a stage: each notebook variable with its JSON-ready value."""
-    out: dict[str, Any] = {}
-    for name, dotted in leaf_names(params, keys).items():
-        value = params.get(dotted)
-        out[name] = value.model_dump() if isinstance(value, BaseModel) else _plain(value)
-    return out
-
-
-def _plain(value: Any) -> Any:
-    """Containers of sections (``ragfair.train.runs``, ``ragfair.evaluate.checkpoints``) as plain data; unset
-    optional fields are left out (validation restores them), so notebook defaults stay short."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(exclude_none=True)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _set(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node = raw
     parts = dotted.split(".")
@@ -616,18 +297,120 @@ def _set(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def notebook_params(namespace: dict[str, Any], stage: str) -> Params:
-    """Validate a notebook's parameter variables and return the full typed ``Params``.
+def _plain(value: Any) -> Any:
+    """A value as plain JSON-ready data (sections as dicts), e.g. for a papermill parameter."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
-    ``namespace`` is the notebook's ``globals()``; ``stage`` the DVC stage that runs it. The values of the
-    stage's keys (dvc.yaml ``params``) are taken from the notebook variables — defaults from the
-    ``parameters`` cell, or what papermill injected — and checked with the same schema as params.yaml,
-    so ``-p n_samples abc`` fails here with the key's name instead of misbehaving later."""
-    from .stages import stage_params
 
-    base = load_params()
-    raw = base.model_dump()
-    for name, dotted in leaf_names(base, stage_params(stage)).items():
-        if name in namespace:
-            _set(raw, dotted, namespace[name])
-    return validate(raw, f"the parameters of notebook stage {stage!r}")
+# ------------------------------------------------------------------------------------ a stage's view
+def _covered(dotted: str, keys: tuple[str, ...]) -> bool:
+    return any(dotted == k or dotted.startswith(k + ".") for k in keys)
+
+
+def _leads_to(dotted: str, keys: tuple[str, ...]) -> bool:
+    return any(k.startswith(dotted + ".") for k in keys)
+
+
+class StageParams:
+    """The validated parameters of one stage, restricted to the keys its dvc.yaml ``params`` list.
+
+    Attribute access works as on the full params (``P.intersect.train.max_seq_length``); a key the stage does
+    not list raises :class:`ParamsError` naming the key and the fix, so what a notebook reads is exactly what
+    DVC watches. Fully listed sections come back as the real (immutable) schema objects, ready to hand to the
+    library."""
+
+    __slots__ = ("_keys", "_obj", "_prefix", "_stage")
+
+    def __init__(self, obj: Any, keys: Iterable[str], stage: str, prefix: str = ""):
+        object.__setattr__(self, "_obj", obj)
+        object.__setattr__(self, "_keys", tuple(keys))
+        object.__setattr__(self, "_stage", stage)
+        object.__setattr__(self, "_prefix", prefix)
+
+    def _child(self, name: str, value: Any) -> Any:
+        dotted = f"{self._prefix}{name}"
+        if _covered(dotted, self._keys):
+            return value
+        if _leads_to(dotted, self._keys):
+            return StageParams(value, self._keys, self._stage, dotted + ".")
+        listed = ", ".join(self._keys) or "(none)"
+        raise ParamsError(f"stage {self._stage!r} reads {dotted}, which its params in dvc.yaml do not list "
+                          f"({listed}): add {dotted} (or its section) to the stage's params, so DVC reruns the "
+                          "stage when it changes")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        obj = self._obj
+        if isinstance(obj, BaseModel):
+            if name not in type(obj).model_fields:
+                if not self._prefix:  # a section the stage does not list (so it was not even validated)
+                    return self._child(name, None)
+                raise AttributeError(f"params: no key {self._prefix}{name}")
+            return self._child(name, getattr(obj, name))
+        raise AttributeError(f"{self._prefix.rstrip('.')} is a mapping: use [{name!r}]")
+
+    def __getitem__(self, key: str) -> Any:
+        obj = self._obj
+        if not isinstance(obj, Mapping):
+            raise TypeError(f"{self._prefix.rstrip('.')} is a section: use .{key}")
+        if key not in obj:
+            raise KeyError(f"params: no key {self._prefix}{key}")
+        return self._child(str(key), obj[key])
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._obj
+
+    def __setattr__(self, name, value):
+        raise AttributeError("parameters are read-only: override them with papermill -p or biaslab run --set")
+
+    def get(self, dotted: str) -> Any:
+        node: Any = self
+        for part in dotted.split("."):
+            node = node[part] if isinstance(node, Mapping) or (
+                isinstance(node, StageParams) and isinstance(node._obj, Mapping)) else getattr(node, part)
+        return node
+
+    @property
+    def keys_listed(self) -> tuple[str, ...]:
+        return self._keys
+
+    def __repr__(self) -> str:
+        return f"StageParams({self._stage!r}, {self._prefix.rstrip('.') or 'params'}, keys={list(self._keys)})"
+
+
+def stage_params(namespace: Mapping[str, Any], stage: str, root: Path | None = None, *,
+                 check_hash_seed: bool = True) -> StageParams:
+    """The typed parameters of ``stage`` (``name`` or ``name@member``), as its notebook sees them.
+
+    ``namespace`` is the notebook's ``globals()`` (or any mapping of overrides): each variable named after one of
+    the stage's keys (the flattened names of :func:`leaf_names`) overrides the params.yaml value unless it is
+    ``...``. The stage's keys come from dvc.yaml through DVC's own resolver (``foreach`` members and ``${item}``
+    resolved by DVC). Overridden values are validated with the same schema, so ``-p n_samples abc`` fails here
+    with the key's name instead of misbehaving later."""
+    from . import stages
+
+    keys = stages.params_keys(stages.resolve(stage, root))
+    raw = read_yaml(params_path(root))
+    sections = tuple(dict.fromkeys(k.split(".")[0] for k in keys))
+    overridden = []
+    for name, dotted in leaf_names(keys).items():
+        value = namespace.get(name, FROM_PARAMS)
+        if value is not FROM_PARAMS:
+            _set(raw, dotted, _plain(value))
+            overridden.append(dotted)
+    source = f"the parameters of stage {stage!r}" + (f" (overridden: {', '.join(overridden)})" if overridden else "")
+    params = validate(raw, source, sections)
+    if check_hash_seed and ("common.seed" in keys or "common" in keys):
+        seed = str(params.common.seed)
+        if os.environ.get("PYTHONHASHSEED") not in (None, seed):
+            warnings.warn(f"PYTHONHASHSEED is {os.environ['PYTHONHASHSEED']} but the stage's seed is {seed}: run "
+                          "it through `biaslab run` (which starts the kernel with the seed) for identical results",
+                          stacklevel=2)
+    return StageParams(params, keys, stage)

@@ -71,15 +71,17 @@ class EmbeddingCache:
 class Encoder:
     """Embed texts with a sentence-transformers model, batched, cached, on the best device.
 
-    ``model`` is a logical name from :mod:`biaslab.models`, a folder, or a loaded ``SentenceTransformer``.
-    ``encode`` returns float32 vectors in input order (L2-normalised when ``normalize``)."""
+    ``model`` is a folder with weights (a logical name resolved by ``models.preflight``, or a model trained by a
+    stage) or a loaded ``SentenceTransformer``; ``device`` applies when loading from a folder. ``encode`` returns
+    float32 vectors in input order (L2-normalised when ``normalize``). ``cache`` switches the embedding cache (on
+    in every stage; tests switch it off to measure the model itself)."""
 
-    def __init__(self, model, *, device: str | None = None, batch_size: int = 64, normalize: bool = True,
-                 cache: bool = True, cache_root: Path | None = None):
-        if isinstance(model, str):
+    def __init__(self, model, *, device: str, batch_size: int, normalize: bool = True, cache: bool = True,
+                 cache_root: Path | None = None):
+        if isinstance(model, (str, Path)):
             from .models import load_sentence_transformer
 
-            self.name = model
+            self.name = Path(model).name
             model = load_sentence_transformer(model, device)
         else:
             self.name = getattr(model, "name_or_path", type(model).__name__)

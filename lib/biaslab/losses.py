@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def soft_hamming_loss(logits, targets, tau: float = 0.7):
+def soft_hamming_loss(logits, targets, tau: float):
     """Differentiable Hamming loss (intersect App. A, eq. 1): mean_i [p_i (1 − y_i) + (1 − p_i) y_i] with
     p = sigmoid(z / τ), averaged over labels and examples."""
     import torch
@@ -13,7 +13,7 @@ def soft_hamming_loss(logits, targets, tau: float = 0.7):
     return (p * (1 - y) + (1 - p) * y).mean()
 
 
-def nt_xent(queries, passages, tau: float = 0.05):
+def nt_xent(queries, passages, tau: float):
     """NT-Xent with in-batch negatives (SimCSE, Gao et al. 2021; ragfair §3.4.2): for L2-normalised q_i, p_j,
     mean_i −log softmax_j(cos(q_i, p_j) / τ)[i]. Written out because it is three lines and must share one forward
     pass with the fairness term; sentence-transformers' MultipleNegativesRankingLoss is the same quantity with
@@ -27,7 +27,7 @@ def nt_xent(queries, passages, tau: float = 0.05):
     return F.cross_entropy(logits, torch.arange(len(q), device=q.device))
 
 
-def fairness_gap(queries, biased_a, biased_b, variant: str = "squared"):
+def fairness_gap(queries, biased_a, biased_b, variant: str):
     """ragfair's fairness regulariser between the two biased instantiations of each neutral query.
 
     * ``squared`` (§4.3, the one the experiments used): mean_i (cos(q_i, a_i) − cos(q_i, b_i))²;
@@ -43,7 +43,7 @@ def fairness_gap(queries, biased_a, biased_b, variant: str = "squared"):
     raise ValueError(f"unknown fairness variant {variant!r}: use squared or mean_gap")
 
 
-def multi_positive_contrastive(queries, documents, labels, scale: float = 50.0):
+def multi_positive_contrastive(queries, documents, labels, scale: float):
     """ragcontrol's reverse-biasing objective (App. "Training", eq. 1; public code ``embedder/loss.py``):
 
         L = mean_i −log( Σ_{k∈P_i} exp(s·cos(q_i, d⁺_k)) / (Σ_{k∈P_i} exp(s·cos(q_i, d⁺_k)) + Σ_{j∈N_i} exp(s·cos(q_i, d⁻_j))) )

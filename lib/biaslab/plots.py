@@ -32,3 +32,15 @@ def save_figure(fig, path: str | os.PathLike, *, caption: str | None = None) -> 
         fig.savefig(tmp, format=path.suffix.lstrip(".") or "png",
                     metadata={"Software": None} if path.suffix == ".png" else None)
     return path
+
+
+def loss_curve(summary: dict, *, ylabel: str, title: str):
+    """The training loss curve of a run summary (``loss_curve``: (step, loss) pairs) as a small figure; the
+    figure every training notebook shows and saves."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3))
+    if summary["loss_curve"]:
+        ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")
+    ax.set(xlabel="step", ylabel=ylabel, title=title)
+    return fig

@@ -1,14 +1,16 @@
-"""Execute one notebook stage with papermill, its parameters taken from params.yaml.
+"""Execute one notebook stage with papermill.
 
     python -m biaslab.run STAGE [--set name=value ...] [--out PATH]
 
-The stage (in dvc.yaml) names the notebook (its ``notebooks/*.py`` dependency), the executed copy (its
-``.ipynb`` output) and the params.yaml keys it reads. Those keys are validated, flattened to notebook
-variable names and injected by papermill, together with the ``--set`` values written in the stage's own
-``cmd`` (so ``python -m biaslab.run name@member`` equals ``dvc repro name@member``); a ``--set`` on the command
-line overrides any of them (a papermill-style rerun with new parameters). The Jupytext ``.py`` is converted in memory, executed in a kernel that runs *this*
-interpreter (never a stray user-level kernelspec), with the repository root as working directory,
-progress bars off and the Hugging Face stack offline unless ``models.allow_downloads`` is true.
+The stage (in dvc.yaml, resolved by DVC) names the notebook (its ``notebooks/*.py`` dependency), the executed copy
+(its ``.ipynb`` output) and the params.yaml keys it reads. The notebook reads those values from params.yaml itself
+(``config.stage_params``); the runner injects only what differs from params.yaml: the member written in the stage's
+own ``cmd`` (``--set run=...``, so ``python -m biaslab.run name@member`` equals ``dvc repro name@member``) and the
+``--set`` overrides of the command line (a papermill-style rerun with new parameters). Overrides are validated with
+the stage's schema before any kernel starts. The Jupytext ``.py`` is converted in memory and executed in a kernel
+that runs *this* interpreter (never a stray user-level kernelspec), with the repository root as working directory,
+``PYTHONHASHSEED`` set to the stage's effective ``common.seed``, progress bars off and the Hugging Face stack
+offline unless ``models.allow_downloads`` is true.
 
 The executed notebook is stripped of run metadata (timestamps, durations, random cell ids) and written
 atomically only when every cell succeeded; a failed run is kept under the cache folder for inspection
@@ -162,12 +164,8 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     import papermill
 
     root = repo_root()
-    params = config.load_params(root / "params.yaml")
-    keys = stages.stage_params(stage, root)
-    parameters = config.flatten_for_notebook(params, keys)
-    parameters.update(parse_sets([f"{k}={v}" for k, v in stages.stage_sets(stage, root).items()]))
+    parameters = parse_sets([f"{k}={v}" for k, v in stages.stage_sets(stage, root).items()])
     parameters.update(sets or {})
-
     nb_path = stages.stage_notebook(stage, root)
     out = Path(out) if out else stages.stage_executed_notebook(stage, root)
     if not nb_path.is_file():
@@ -180,16 +178,21 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
             f"{nb_path.relative_to(root)}: parameters {unknown} are not in its parameters cell "
             f"(it declares {sorted(declared)}); add them to the cell or fix the name"
         )
+    # the values the notebook will compute with: params.yaml + these overrides, validated before any kernel starts
+    effective = config.stage_params(parameters, stage, root, check_hash_seed=False)
+    keys = effective.keys_listed
+    seed = effective.common.seed if ("common" in keys or "common.seed" in keys) else 0
+    allow_downloads = bool(config.read_yaml(config.params_path(root)).get("models", {}).get("allow_downloads"))
 
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         [str(ensure_kernel()), *filter(None, [os.environ.get("JUPYTER_PATH")])])
     os.environ["BIASLAB_ROOT"] = str(root)
     os.environ["TQDM_DISABLE"] = "1"
-    os.environ.setdefault("PYTHONHASHSEED", str(params.common.seed))
-    offline = "0" if params.models.allow_downloads else "1"
+    os.environ["PYTHONHASHSEED"] = str(seed)  # the kernel inherits it: string hashing follows the stage's seed
+    offline = "0" if allow_downloads else "1"
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ[var] = offline
-    os.environ["BIASLAB_ALLOW_DOWNLOADS"] = "1" if params.models.allow_downloads else "0"
+    os.environ["BIASLAB_ALLOW_DOWNLOADS"] = "1" if allow_downloads else "0"
 
     tmp_dir = Path(tempfile.mkdtemp(prefix="biaslab-run-"))
     tmp_out = tmp_dir / out.name

@@ -13,8 +13,7 @@ T = TypeVar("T")
 def seed_everything(seed: int, *, deterministic_torch: bool = False) -> None:
     """Seed Python, NumPy and (if importable) torch on every device. ``deterministic_torch`` also asks
     torch for deterministic kernels (slower on GPU; warnings only where none exists)."""
-    random.seed(seed)
-    os.environ.setdefault("PYTHONHASHSEED", str(seed))
+    random.seed(seed)  # (string hashing is fixed per process by PYTHONHASHSEED, which the runner sets for the kernel)
     try:
         import numpy as np
 
@@ -32,7 +31,7 @@ def seed_everything(seed: int, *, deterministic_torch: bool = False) -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def select_device(preference: str = "auto") -> str:
+def select_device(preference: str) -> str:
     """``auto`` picks CUDA when torch sees a GPU and the CPU otherwise; ``cpu``/``cuda``/``cuda:N`` are
     honoured, and asking for CUDA where there is none is an error rather than a silent CPU run."""
     import torch

@@ -1,12 +1,19 @@
-"""Read the pipeline's stage definitions from dvc.yaml (the single place they are declared)."""
+"""The pipeline's stage declarations, read through DVC's own resolver.
+
+dvc.yaml is the single place a stage is declared: its notebook (the ``notebooks/*.py`` dependency), its executed
+copy (the ``.ipynb`` output), the params.yaml keys it reads and the member it runs (``--set`` in its ``cmd``).
+``foreach`` members, ``${item}`` / ``${key}`` substitution and params interpolation are resolved by DVC itself
+(``dvc.parsing.DataResolver`` through the repository's dvc.yaml), so ``biaslab run name@member`` sees exactly
+the stage ``dvc repro name@member`` runs.
+"""
 
 from __future__ import annotations
 
-import re
+import hashlib
+import shlex
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .paths import repo_root
 
@@ -15,102 +22,107 @@ class StageError(ValueError):
     """A stage is missing from dvc.yaml or is not declared in the project's notebook-stage form."""
 
 
-def load_dvc_yaml(root: Path | None = None) -> dict[str, Any]:
-    path = (root or repo_root()) / "dvc.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+_RESOLVERS: dict[tuple[str, str], Any] = {}
 
 
-def _substitute(obj: Any, member: str, item: Any) -> Any:
-    """Resolve ``${key}``, ``${item}`` and ``${item.field}`` of a foreach member."""
-    if isinstance(obj, str):
-        if isinstance(item, dict):
-            obj = re.sub(r"\$\{item\.(\w+)\}", lambda m: str(item[m.group(1)]), obj)
-        return obj.replace("${key}", member).replace("${item}", str(item))
-    if isinstance(obj, list):
-        return [_substitute(o, member, item) for o in obj]
-    if isinstance(obj, dict):
-        return {_substitute(k, member, item): _substitute(v, member, item) for k, v in obj.items()}
-    return obj
+def _resolver(root: Path):
+    """DVC's resolver of ``root``/dvc.yaml (interpolating params.yaml), cached per content of both files."""
+    root = Path(root).resolve()
+    stamp = hashlib.sha256(b"".join((root / f).read_bytes() if (root / f).is_file() else b""
+                                    for f in ("dvc.yaml", "params.yaml"))).hexdigest()
+    key = (str(root), stamp)
+    if key not in _RESOLVERS:
+        from dvc.dvcfile import load_file
+        from dvc.exceptions import DvcException
+        from dvc.repo import Repo
+
+        if not (root / "dvc.yaml").is_file():
+            raise StageError(f"{root}: no dvc.yaml")
+        try:
+            repo = Repo(str(root), uninitialized=True)
+            _RESOLVERS.clear()
+            _RESOLVERS[key] = load_file(repo, str(root / "dvc.yaml")).resolver
+        except DvcException as err:
+            raise StageError(f"{root / 'dvc.yaml'}: DVC cannot read it: {err}") from None
+    return _RESOLVERS[key]
 
 
-def _foreach(spec: dict[str, Any], root: Path | None) -> Any:
-    """The foreach collection; ``${a.b}`` is looked up in params.yaml, as DVC does."""
-    members = spec["foreach"]
-    if isinstance(members, str):
-        m = re.fullmatch(r"\$\{\s*([\w.-]+)\s*\}", members)
-        if not m:
-            raise StageError(f"unsupported foreach expression {members!r}")
-        node: Any = yaml.safe_load(((root or repo_root()) / "params.yaml").read_text(encoding="utf-8"))
-        for part in m.group(1).split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise StageError(f"foreach {members}: params.yaml has no key {m.group(1)!r}")
-            node = node[part]
-        members = node
-    return members
+def all_stages(root: Path | None = None) -> list[str]:
+    """Every stage DVC knows, foreach members as ``name@member``, in dvc.yaml order."""
+    return list(_resolver(root or repo_root()).get_keys())
 
 
 def stage_members(stage: str, root: Path | None = None) -> list[str]:
     """``[stage]`` for a plain stage, ``[stage@m1, stage@m2, ...]`` for a foreach stage."""
-    spec = load_dvc_yaml(root).get("stages", {}).get(stage)
-    if spec is None:
-        raise StageError(f"dvc.yaml has no stage {stage!r}")
-    if "foreach" not in spec:
+    keys = all_stages(root)
+    if stage in keys:
         return [stage]
-    members = _foreach(spec, root)
-    return [f"{stage}@{m}" for m in (members if isinstance(members, dict) else map(str, members))]
+    members = [k for k in keys if k.startswith(stage + "@")]
+    if not members:
+        names = sorted({k.split("@")[0] for k in keys})
+        raise StageError(f"dvc.yaml has no stage {stage!r}; stages are: {', '.join(names) or '(none)'}")
+    return members
 
 
-def stage_spec(stage: str, root: Path | None = None) -> dict[str, Any]:
-    """The stage's body; for a foreach stage (``name@member``) its ``do`` template with ``${key}``,
-    ``${item}`` and ``${item.field}`` resolved for that member (foreach over a list or a dict literal)."""
-    name, _, member = stage.partition("@")
-    stages = load_dvc_yaml(root).get("stages", {})
-    if name not in stages:
-        raise StageError(f"dvc.yaml has no stage {name!r}; stages are: {', '.join(stages) or '(none)'}")
-    spec = stages[name]
-    if "do" in spec:
-        if not member:
-            first = next(iter(_foreach(spec, root)))
-            raise StageError(f"stage {name!r} runs per member: name one, e.g. {name}@{first}")
-        members = _foreach(spec, root)
-        items = members if isinstance(members, dict) else {str(m): m for m in members}
-        if member not in items:
-            raise StageError(f"stage {name!r} has no member {member!r} (members: {list(items)})")
-        return _substitute(spec["do"], member, items[member])
-    return spec
+def resolve(stage: str, root: Path | None = None) -> dict[str, Any]:
+    """The stage's body as DVC resolves it (``cmd``, ``deps``, ``params``, ``outs``, ...)."""
+    from dvc.exceptions import DvcException
+
+    keys = all_stages(root)
+    if stage not in keys:
+        name, _, member = stage.partition("@")
+        members = [k.partition("@")[2] for k in keys if k.startswith(name + "@")]
+        if members and not member:
+            raise StageError(f"stage {name!r} runs per member: name one, e.g. {name}@{members[0]}")
+        if members:
+            raise StageError(f"stage {name!r} has no member {member!r} (members: {members})")
+        stage_members(name, root)  # raises: no such stage
+    try:
+        return _resolver(root or repo_root()).resolve_one(stage)[stage]
+    except DvcException as err:
+        raise StageError(f"dvc.yaml: stage {stage!r}: {err}") from None
 
 
-def stage_params(stage: str, root: Path | None = None) -> list[str]:
-    """The params.yaml keys a stage declares (strings, or ``{params.yaml: [...]}`` entries)."""
+def params_keys(spec: dict[str, Any]) -> list[str]:
+    """The params.yaml keys a resolved stage declares (strings, or ``{params.yaml: [...]}`` entries)."""
     keys: list[str] = []
-    for entry in stage_spec(stage, root).get("params", []) or []:
+    for entry in spec.get("params", []) or []:
         if isinstance(entry, str):
             keys.append(entry)
         elif isinstance(entry, dict):
             for file, sub in entry.items():
                 if Path(file).name != "params.yaml":
-                    raise StageError(f"stage {stage!r}: only params.yaml is supported, got {file}")
+                    raise StageError(f"only params.yaml is supported as a params file, got {file}")
                 keys.extend(sub or [])
     return keys
 
 
-def _first(paths: list[Any], suffix: str, under: str | None = None) -> str | None:
-    for p in paths or []:
-        p = next(iter(p)) if isinstance(p, dict) else p
-        if str(p).endswith(suffix) and (under is None or str(p).startswith(under)):
-            return str(p)
-    return None
+def stage_params(stage: str, root: Path | None = None) -> list[str]:
+    return params_keys(resolve(stage, root))
+
+
+def _paths(entries: list[Any]) -> list[str]:
+    return [str(next(iter(e)) if isinstance(e, dict) else e) for e in entries or []]
+
+
+def deps(stage: str, root: Path | None = None) -> list[str]:
+    return _paths(resolve(stage, root).get("deps", []))
+
+
+def outs(stage: str, root: Path | None = None) -> list[str]:
+    spec = resolve(stage, root)
+    return [p for kind in ("outs", "metrics", "plots") for p in _paths(spec.get(kind, []))]
 
 
 def stage_notebook(stage: str, root: Path | None = None) -> Path:
-    nb = _first(stage_spec(stage, root).get("deps", []), ".py", "notebooks/")
+    nb = next((p for p in deps(stage, root) if p.startswith("notebooks/") and p.endswith(".py")), None)
     if nb is None:
         raise StageError(f"stage {stage!r} lists no notebooks/*.py dependency in dvc.yaml")
     return (root or repo_root()) / nb
 
 
 def stage_executed_notebook(stage: str, root: Path | None = None) -> Path:
-    out = _first(stage_spec(stage, root).get("outs", []), ".ipynb")
+    out = next((p for p in outs(stage, root) if p.endswith(".ipynb")), None)
     if out is None:
         raise StageError(f"stage {stage!r} lists no executed .ipynb among its outs in dvc.yaml")
     return (root or repo_root()) / out
@@ -119,10 +131,7 @@ def stage_executed_notebook(stage: str, root: Path | None = None) -> Path:
 def stage_sets(stage: str, root: Path | None = None) -> dict[str, str]:
     """The ``--set name=value`` overrides written in the stage's ``cmd`` (e.g. a foreach member's ``run``), so
     that ``python -m biaslab.run name@member`` runs exactly what ``dvc repro name@member`` runs."""
-    import shlex
-    from itertools import pairwise
-
-    cmd = stage_spec(stage, root).get("cmd", "")
+    cmd = resolve(stage, root).get("cmd", "")
     tokens = shlex.split(" ".join(cmd) if isinstance(cmd, list) else str(cmd))
     out: dict[str, str] = {}
     for flag, value in pairwise(tokens):

@@ -89,34 +89,49 @@ def fit(model, data, loss, *, epochs: int, batch_size: int, learning_rate: float
     return result, curve
 
 
-def train_mnrl(base: str, triplets: pd.DataFrame, out_dir: Path, *, epochs: int = 1, batch_size: int = 32,
-               learning_rate: float = 2e-5, warmup_ratio: float = 0.1, scale: float = 20.0,
-               max_seq_length: int | None = 256, seed: int = 42, device: str = "auto",
-               config: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Fine-tune a bi-encoder on (anchor, positive, negative) with MultipleNegativesRankingLoss — in-batch
-    negatives plus the hard negative, cosine similarity × ``scale`` (intersect §4.2, Alg. 1).
-
-    Batches never hold the same text twice (anchors recur across their triplets; see ``fit``). Returns (model folder, training log summary)."""
-    from datasets import Dataset
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
+def start(base_dir: str | Path, *, seed: int, device: str, max_seq_length: int | None):
+    """The prologue every trainer of the project shares (intersect, ragfair, ragcontrol): seed Python / NumPy /
+    torch, pick the device, load the base bi-encoder from its folder and cap its sequence length (None keeps the
+    model's own). Returns (model, device)."""
     from .models import load_sentence_transformer
 
     seed_everything(seed)
     dev = select_device(device)
-    model = load_sentence_transformer(base, dev)
+    model = load_sentence_transformer(base_dir, dev)
     if max_seq_length:
         model.max_seq_length = max_seq_length
+    return model, dev
+
+
+def finish(model, out_dir: Path, result, curve: list[tuple[int, float]], *, record: dict[str, Any],
+           **summary: Any) -> tuple[Path, dict[str, Any]]:
+    """The epilogue they share: the training summary (final loss, steps, ``summary`` extras, loss curve) and the
+    model saved atomically with ``record`` + the summary as ``biaslab_run.json``. Returns (folder, summary)."""
+    summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step), **summary,
+               "loss_curve": curve}
+    return save_model_atomically(model, out_dir, {**record, "summary": summary}), summary
+
+
+def train_mnrl(base_dir: str | Path, triplets: pd.DataFrame, out_dir: Path, *, epochs: int, batch_size: int,
+               learning_rate: float, warmup_ratio: float, scale: float, max_seq_length: int | None, seed: int,
+               device: str, record: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    """Fine-tune a bi-encoder on (anchor, positive, negative) with MultipleNegativesRankingLoss — in-batch
+    negatives plus the hard negative, cosine similarity × ``scale`` (intersect §4.2, Alg. 1).
+
+    Batches never hold the same text twice (anchors recur across their triplets; see ``fit``). ``record`` (e.g.
+    the base model's name and the run's identity) is saved with the model. Returns (model folder, training log
+    summary)."""
+    from datasets import Dataset
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model, dev = start(base_dir, seed=seed, device=device, max_seq_length=max_seq_length)
     data = Dataset.from_pandas(triplets[["anchor", "positive", "negative"]].reset_index(drop=True),
                                preserve_index=False)
     result, curve = fit(model, data, MultipleNegativesRankingLoss(model, scale=scale), epochs=epochs,
                         batch_size=batch_size, learning_rate=learning_rate, warmup=warmup_ratio, seed=seed, device=dev)
-    summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step), "triplets": len(data),
-               "loss_curve": curve}
-    run = {"base": base, "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-           "warmup_ratio": warmup_ratio, "scale": scale, "max_seq_length": max_seq_length, "seed": seed,
-           "device": dev, **(config or {}), "summary": summary}
-    return save_model_atomically(model, out_dir, run), summary
+    run = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
+           "scale": scale, "max_seq_length": max_seq_length, "seed": seed, "device": dev, **record}
+    return finish(model, out_dir, result, curve, record=run, triplets=len(data))
 
 
 # ------------------------------------------------------------------------------------ weights of an encoder

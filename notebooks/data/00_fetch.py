@@ -28,25 +28,12 @@ from biaslab.io import write_csv
 from biaslab.paths import repo_root, resolve
 
 # %% tags=["parameters"]
-raw_dir = "data/raw"
-allow_online = True
-datasets = [
-    "seat",
-    "indibias",
-    "sbic",
-    "bbq",
-    "twinviews_13k",
-    "debiasing_rag_kim2025",
-    "genderbias_ir_rekabsaz2020",
-    "msmarco_fair_queries_rekabsaz2021",
-    "grep_biasir",
-    "trec_fair_2022",
-    "wikitext2_valid_test",
-    "trecdl_passage_bm25_top100_text",
-]
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+raw_dir = datasets = allow_online = ...  # data
 
 # %%
-P = config.notebook_params(globals(), stage="fetch")
+P = config.stage_params(globals(), "fetch")
 ROOT = repo_root()
 mirror = mirror_from_env()
 print("source:", "local mirror (BIASLAB_DATA_MIRROR)" if mirror else "official locations (online)")
@@ -55,7 +42,8 @@ print("source:", "local mirror (BIASLAB_DATA_MIRROR)" if mirror else "official l
 rows, counts = fetch(list(P.data.datasets), resolve(P.data.raw_dir, ROOT), mirror=mirror,
                      allow_online=P.data.allow_online)
 files = pd.DataFrame(rows)
-files.groupby("dataset").agg(files=("file", "size"), megabytes=("bytes", lambda b: round(b.sum() / 1e6, 2)))
+files["megabytes"] = files["bytes"] / 1e6
+files.groupby("dataset").agg(files=("file", "size"), megabytes=("megabytes", "sum")).round(2)
 
 # %% [markdown]
 # Records read from each data set by its reader (schema-checked):

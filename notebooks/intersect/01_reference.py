@@ -27,40 +27,30 @@ from biaslab.data import indibias, sbic
 from biaslab.embed import Encoder
 from biaslab.intersect import reference
 from biaslab.io import write_csv, write_parquet
-from biaslab.llm import from_params, gen_params
+from biaslab.llm import from_params, gen_params, needs_model
 from biaslab.paths import repo_root, resolve
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
 corpus = "indic"
-seed = 42
-device = "auto"
-batch_size = 64
-raw_dir = "data/raw"
-encoder = "minilm"
-backend = "rules"
-model = "smollm2-135m-instruct"
-max_new_tokens = 256
-temperature = 0.0
-top_p = 1.0
-cache = True
-openai = {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
-          "timeout": 60.0, "max_retries": 2}
-indi_n_unbiased = 140
-sbic_n_unbiased = 800
-sbic_unbiased_max_offensive = 0.5
-sbic_caps = {"race": 500, "gender": 500, "social": 500, "culture": 500, "victim": 500, "disabled": 500, "body": 500}
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+raw_dir = ...  # data
+allow_downloads = encoder = local_dirs = ...  # models
+backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
+indi_n_unbiased = sbic_n_unbiased = sbic_unbiased_max_offensive = sbic_caps = ...  # intersect.reference
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"
-P = config.notebook_params(globals(), stage=f"intersect_reference@{corpus}")
+P = config.stage_params(globals(), f"intersect_reference@{corpus}")
 R = P.intersect.reference
 ROOT = repo_root()
 RAW = resolve(P.data.raw_dir, ROOT)
 OUT = ROOT / "data/processed/intersect" / corpus
-models.preflight([P.models.encoder] + ([P.llm.model] if P.llm.backend == "transformers" else []))
+M = models.preflight([P.models.encoder, *needs_model(P.llm)], P.models)
 seed_everything(P.common.seed)
-llm = from_params(P.llm, device=P.common.device)
+llm = from_params(P.llm, device=P.common.device, model_dirs=M)
 gen = gen_params(P.llm, P.common.seed)
 print(f"LLM backend: {llm.backend} ({llm.model})")
 
@@ -70,11 +60,8 @@ if corpus == "indic":
                                          seed=P.common.seed)
     paper = reference.PAPER_INDI
 else:
-    import pandas as pd
-
-    posts = pd.concat([sbic.load(s, RAW).assign(split=s, row=lambda d: range(len(d))) for s in ("dev", "test")],
-                      ignore_index=True)
-    enc = Encoder(P.models.encoder, device=P.common.device, batch_size=P.common.batch_size)
+    posts = sbic.load_dev_test(RAW)
+    enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size)
     ref = reference.build_sbic_reference(posts, llm, gen, caps=R.sbic_caps, n_unbiased=R.sbic_n_unbiased,
                                          seed=P.common.seed, encoder=enc,
                                          max_offensive=R.sbic_unbiased_max_offensive)

@@ -28,46 +28,30 @@ from biaslab import config, models
 from biaslab.embed import Encoder
 from biaslab.intersect import paragraphs as para
 from biaslab.io import write_csv, write_parquet
-from biaslab.llm import from_params, gen_params
+from biaslab.llm import from_params, gen_params, needs_model
 from biaslab.paths import repo_root
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
 corpus = "indic"
-seed = 42
-device = "auto"
-batch_size = 64
-encoder = "minilm"
-backend = "rules"
-model = "smollm2-135m-instruct"
-max_new_tokens = 256
-temperature = 0.0
-top_p = 1.0
-cache = True
-openai = {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
-          "timeout": 60.0, "max_retries": 2}
-pool_size = 8
-n_biased = 360
-n_unbiased = 100
-categories = [
-    "gender+socioeconomic", "gender+socioeconomic+religion", "gender+religion", "religion+socioeconomic",
-    "gender+age+socioeconomic", "gender+age", "gender+age+religion", "gender+caste+socioeconomic",
-    "caste+socioeconomic", "gender+caste+age", "gender+caste", "gender+physical-appearance",
-    "gender+religion+physical-appearance", "caste+physical-appearance", "gender+age+physical-appearance",
-    "gender+socioeconomic+physical-appearance", "gender+caste+physical-appearance",
-    "caste+socioeconomic+physical-appearance",
-]
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+allow_downloads = encoder = local_dirs = ...  # models
+backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
+pool_size = ...  # intersect.paragraphs
+n_biased = n_unbiased = categories = ...  # intersect.paragraphs.corpora.indic
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"
-P = config.notebook_params(globals(), stage=f"intersect_paragraphs@{corpus}")
+P = config.stage_params(globals(), f"intersect_paragraphs@{corpus}")
 C = P.intersect.paragraphs.corpora[corpus]
 ROOT = repo_root()
 DATA = ROOT / "data/processed/intersect" / corpus
-models.preflight([P.models.encoder] + ([P.llm.model] if P.llm.backend == "transformers" else []))
+M = models.preflight([P.models.encoder, *needs_model(P.llm)], P.models)
 seed_everything(P.common.seed)
-llm = from_params(P.llm, device=P.common.device)
-enc = Encoder(P.models.encoder, device=P.common.device, batch_size=P.common.batch_size)
+llm = from_params(P.llm, device=P.common.device, model_dirs=M)
+enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size)
 ref = pd.read_parquet(DATA / "reference.parquet")
 
 # %%

@@ -28,34 +28,14 @@ from biaslab.paths import repo_root
 
 # %% tags=["parameters"]
 corpus = "indic"
-seed = 42
-seen_train = 0.8
-unbiased_train = 0.7
-subsets = {
-    "indic": {
-        "C1": ["age+caste+gender", "age+gender", "age+gender+physical-appearance", "age+gender+socioeconomic",
-               "caste+gender+socioeconomic", "caste+physical-appearance", "gender+physical-appearance+socioeconomic",
-               "gender+religion", "religion+socioeconomic"],
-        "C2": ["caste+gender", "caste+gender+physical-appearance", "caste+physical-appearance", "caste+socioeconomic",
-               "age+gender+religion", "age+gender+socioeconomic", "gender+religion",
-               "gender+physical-appearance+religion", "gender+religion+socioeconomic"],
-        "C3": ["caste+socioeconomic", "caste+physical-appearance+socioeconomic", "age+gender", "age+gender+religion",
-               "age+caste+gender", "caste+gender+physical-appearance", "gender+socioeconomic",
-               "religion+socioeconomic"],
-    },
-    "western": {
-        "C1": ["body+gender", "culture+disabled+race", "culture+gender", "culture+gender+social", "gender+disabled",
-               "disabled+social", "gender+race", "gender+race+social", "victim+gender+race", "race+social"],
-        "C2": ["body+race", "race+body+social", "culture+gender", "culture+race", "culture+race+social",
-               "gender+disabled+social", "gender+race+social", "gender+social", "victim+social+race"],
-        "C3": ["body+gender+culture", "gender+body+disabled", "body+gender", "culture+race", "gender+disabled",
-               "disabled+social", "gender+disabled+social", "gender+social", "victim+social+race", "victim+race"],
-    },
-}
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common
+seen_train = unbiased_train = subsets = ...  # intersect.splits
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"
-P = config.notebook_params(globals(), stage=f"intersect_splits@{corpus}")
+P = config.stage_params(globals(), f"intersect_splits@{corpus}")
 S = P.intersect.splits
 ROOT = repo_root()
 DATA = ROOT / "data/processed/intersect" / corpus

@@ -27,53 +27,43 @@ from biaslab.data import seat as seat_data
 from biaslab.embed import Encoder
 from biaslab.intersect import triplets as tr
 from biaslab.io import write_csv, write_parquet
-from biaslab.llm import from_params, gen_params
+from biaslab.llm import from_params, gen_params, needs_model
 from biaslab.paths import repo_root, resolve
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
 corpus = "indic"
-seed = 42
-device = "auto"
-batch_size = 64
-raw_dir = "data/raw"
-backend = "rules"
-model = "smollm2-135m-instruct"
-max_new_tokens = 256
-temperature = 0.0
-top_p = 1.0
-cache = True
-openai = {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
-          "timeout": 60.0, "max_retries": 2}
-mining_model = "minilm"
-k = 4
-k_large = 10
-unbiased_negative_share = 0.2
-llm_per_strategy = 500
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+raw_dir = ...  # data
+backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
+mining_model = k = k_large = unbiased_negative_share = llm_per_strategy = ...  # intersect.triplets
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"
-P = config.notebook_params(globals(), stage=f"intersect_triplets@{corpus}")
+P = config.stage_params(globals(), f"intersect_triplets@{corpus}")
 T = P.intersect.triplets
 ROOT = repo_root()
 DATA = ROOT / "data/processed/intersect" / corpus
-models.preflight([T.mining_model] + ([P.llm.model] if P.llm.backend == "transformers" else []))
+M = models.preflight([T.mining_model, *needs_model(P.llm)], P.models)
 seed_everything(P.common.seed)
 paragraphs = pd.read_parquet(DATA / "paragraphs.parquet")
 ref = pd.read_parquet(DATA / "reference.parquet")
-enc = Encoder(T.mining_model, device=P.common.device, batch_size=P.common.batch_size)
+enc = Encoder(M[T.mining_model], device=P.common.device, batch_size=P.common.batch_size)
 para_vecs = enc.encode(paragraphs["text"].tolist(), show_progress=True)
 ref_vecs = enc.encode(ref["text"].tolist(), show_progress=True)
 pools = tr.RankedPools(ref, ref_vecs, para_vecs)
 
 # %%
 mined = {
-    "srk4": tr.mine(paragraphs, ref, pools, k=T.k),
-    "srk10": tr.mine(paragraphs, ref, pools, k=T.k_large),
+    "srk4": tr.mine(paragraphs, ref, pools, k=T.k, unbiased_negative_share=0.0, seed=P.common.seed),
+    "srk10": tr.mine(paragraphs, ref, pools, k=T.k_large, unbiased_negative_share=0.0, seed=P.common.seed),
     "srk4un": tr.mine(paragraphs, ref, pools, k=T.k, unbiased_negative_share=T.unbiased_negative_share,
                       seed=P.common.seed),
 }
-llm = from_params(P.llm, device=P.common.device)
+llm = from_params(P.llm, device=P.common.device, model_dirs=M)
 extra, llm_counts = tr.llm_triplets(paragraphs, ref, pools, llm, gen_params(P.llm, P.common.seed),
                                     attribute_words=seat_data.load_attribute_words(resolve(P.data.raw_dir, ROOT)),
                                     para_vecs=para_vecs, ref_vecs=ref_vecs, per_strategy=T.llm_per_strategy,

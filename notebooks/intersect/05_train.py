@@ -27,29 +27,24 @@ import pandas as pd
 from biaslab import config, models
 from biaslab.io import write_json
 from biaslab.paths import repo_root
-from biaslab.plots import set_style
+from biaslab.plots import loss_curve, set_style
 from biaslab.train import train_mnrl
 
 # %% tags=["parameters"]
 run = "indic-srk4-C1"
-seed = 42
-device = "auto"
-base_model = "minilm"
-epochs = 1
-batch_size = 32
-learning_rate = 2.0e-5
-warmup_ratio = 0.1
-scale = 20.0
-max_seq_length = 128
-max_triplets = 192
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = ...  # common
+base_model = epochs = batch_size = learning_rate = warmup_ratio = scale = max_seq_length = max_triplets = ...
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage=f"intersect_train@{run}")
+P = config.stage_params(globals(), f"intersect_train@{run}")
 T = P.intersect.train
 corpus, strategy, subset = run.split("-")
 ROOT = repo_root()
 DATA = ROOT / "data/processed/intersect" / corpus
-models.preflight([T.base_model])
+M = models.preflight([T.base_model], P.models)
 set_style()
 
 # %%
@@ -64,14 +59,11 @@ if T.max_triplets and len(pool) > T.max_triplets:
 print(f"{run}: {len(pool)} training triplets from {pool['anchor_id'].nunique()} anchor paragraphs")
 
 # %%
-out, summary = train_mnrl(T.base_model, pool, ROOT / "data/models/intersect" / run, epochs=T.epochs,
+out, summary = train_mnrl(M[T.base_model], pool, ROOT / "data/models/intersect" / run, epochs=T.epochs,
                           batch_size=T.batch_size, learning_rate=T.learning_rate, warmup_ratio=T.warmup_ratio,
                           scale=T.scale, max_seq_length=T.max_seq_length, seed=P.common.seed,
-                          device=P.common.device, config={"run": run, "corpus": corpus, "strategy": strategy,
-                                                          "subset": subset})
+                          device=P.common.device, record={"base": T.base_model, "run": run, "corpus": corpus,
+                                                          "strategy": strategy, "subset": subset})
 write_json(ROOT / f"reports/intersect/train/{run}.json", summary | {"run": run})
-fig, ax = plt.subplots(figsize=(5, 3))
-if summary["loss_curve"]:
-    ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")
-ax.set(xlabel="step", ylabel="MNRL loss", title=run)
+fig = loss_curve(summary, ylabel="MNRL loss", title=run)
 plt.show()

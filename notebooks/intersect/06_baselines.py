@@ -31,49 +31,29 @@ import pandas as pd
 
 from biaslab import config, models
 from biaslab.intersect import baselines as bl
-from biaslab.intersect.evaluate import TEST_SETS
 from biaslab.intersect.paragraphs import canonical
 from biaslab.io import write_csv
 from biaslab.llm import GenParams, make
-from biaslab.metrics.detection import mean_scores
 from biaslab.paths import repo_root
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-seed = 42
-device = "auto"
-backbone = "minilm"
-subsets = ["C1"]
-epochs = 2
-batch_size = 16
-learning_rate = 1.0e-4
-max_length = 128
-soft_hamming_backbone = "minilm"
-soft_hamming_tau = 0.7
-soft_hamming_max_epochs = 2
-soft_hamming_patience = 3
-soft_hamming_subsets = ["C1"]
-zero_shot_backend = "transformers"
-zero_shot_max_paragraphs = 24
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = ...  # common
+backbone = subsets = epochs = batch_size = learning_rate = max_length = soft_hamming_backbone = ...
+soft_hamming_tau = soft_hamming_max_epochs = soft_hamming_patience = soft_hamming_val_fraction = ...
+soft_hamming_subsets = zero_shot_backend = zero_shot_max_paragraphs = threshold = ...  # intersect.baselines
+allow_downloads = encoder = local_dirs = ...  # models
+backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
 
 # %%
-P = config.notebook_params(globals(), stage="intersect_baselines")
+P = config.stage_params(globals(), "intersect_baselines")
 B = P.intersect.baselines
 ROOT = repo_root()
-models.preflight([B.backbone, B.soft_hamming_backbone]
-                 + (["smollm2-135m-instruct"] if B.zero_shot_backend == "transformers" else []))
+M = models.preflight([B.backbone, B.soft_hamming_backbone]
+                     + ([P.llm.model] if B.zero_shot_backend == "transformers" else []), P.models)
 seed_everything(P.common.seed)
-
-
-def scores(model: str, corpus: str, subset: str, sub: pd.DataFrame, preds: list[list[str]]) -> list[dict]:
-    rows = []
-    for col, name in TEST_SETS.items():
-        mask = sub[col].to_numpy()
-        trues = [list(t) for t, m in zip(sub["labels"], mask, strict=True) if m]
-        rows.append({"model": model, "train_corpus": corpus, "subset": subset, "test_corpus": corpus,
-                     "domain": "in-domain", "test_set": name,
-                     **mean_scores(trues, [p for p, m in zip(preds, mask, strict=True) if m])})
-    return rows
 
 
 # %%
@@ -88,15 +68,15 @@ for corpus in ("indic", "western"):
         sp = splits[splits["subset"] == subset].merge(paragraphs[["paragraph_id", "text", "labels"]],
                                                       on="paragraph_id")
         train, test = sp[sp["train"]], sp[sp["test_all"]].reset_index(drop=True)
-        clf = bl.MultiLabelClassifier(backbone_name, space, loss=loss, tau=B.soft_hamming_tau,
+        clf = bl.MultiLabelClassifier(M[backbone_name], space, loss=loss, tau=B.soft_hamming_tau,
                                       device=P.common.device, max_length=B.max_length)
         soft = loss == "soft_hamming"
         log = clf.fit(train["text"].tolist(), train["labels"].tolist(),
                       epochs=B.soft_hamming_max_epochs if soft else B.epochs, batch_size=B.batch_size,
                       learning_rate=B.learning_rate, patience=B.soft_hamming_patience if soft else None,
-                      seed=P.common.seed)
+                      val_fraction=B.soft_hamming_val_fraction, seed=P.common.seed)
         name = f"{'Soft-Hamming' if soft else 'BERT-MultiLabel'} ({backbone_name})"
-        rows += scores(name, corpus, subset, test, clf.predict(test["text"].tolist()))
+        rows += bl.test_scores(name, corpus, subset, test, clf.predict(test["text"].tolist(), B.threshold))
         print(f"{corpus} {subset} {name}: {log}")
 
 # %% [markdown]
@@ -105,8 +85,8 @@ for corpus in ("indic", "western"):
 
 # %%
 if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
-    llm = make(B.zero_shot_backend, model="smollm2-135m-instruct", device=P.common.device,
-               openai_params=P.llm.openai)
+    llm = make(B.zero_shot_backend, model=P.llm.model, model_dir=M.get(P.llm.model), cache=True,
+               device=P.common.device, openai_params=P.llm.openai)
     gen = GenParams(max_new_tokens=16, temperature=0.0, seed=P.common.seed)
     for corpus in ("indic", "western"):
         paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
@@ -121,7 +101,8 @@ if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
         for subset in B.subsets:
             sp = splits[(splits["subset"] == subset) & splits["paragraph_id"].isin(answers)].merge(
                 paragraphs[["paragraph_id", "labels"]], on="paragraph_id")
-            rows += scores(f"Zero-shot LLM ({llm.model})", corpus, subset, sp, [answers[i] for i in sp["paragraph_id"]])
+            rows += bl.test_scores(f"Zero-shot LLM ({llm.model})", corpus, subset, sp,
+                                   [answers[i] for i in sp["paragraph_id"]])
 
 baselines = pd.DataFrame(rows)
 write_csv(ROOT / "reports/intersect/results/baselines_long.csv", baselines)

@@ -33,23 +33,19 @@ from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
 
 # %% tags=["parameters"]
-device = "auto"
-batch_size = 64
-base_model = "minilm"
-runs = ["indic-srk4-C1", "indic-srk4-C2", "indic-srk4-C3", "western-srk4-C1", "western-srk4-C2", "western-srk4-C3"]
-k = 15
-k_sweep = [1, 2, 3, 5, 10, 15, 20, 25, 30]
-aggregation = "share"
-threshold = 0.2
-top_m = 2
-weighted = False
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+device = batch_size = ...  # common
+base_model = runs = ...  # intersect.train
+k = k_sweep = aggregation = threshold = top_m = weighted = ...  # intersect.evaluate
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage="intersect_evaluate")
+P = config.stage_params(globals(), "intersect_evaluate")
 E, T = P.intersect.evaluate, P.intersect.train
 ROOT = repo_root()
 OUT = ROOT / "reports/intersect/results"
-models.preflight([T.base_model])
+M = models.preflight([T.base_model], P.models)
 set_style()
 corpora = {c: ev.CorpusData(*(pd.read_parquet(ROOT / f"data/processed/intersect/{c}/{f}.parquet")
                               for f in ("paragraphs", "reference", "splits")))
@@ -61,10 +57,10 @@ ks = sorted(set(E.k_sweep) | {E.k})
 frames = []
 for run in T.runs:
     corpus, strategy, subset = run.split("-")
-    enc = Encoder(str(ROOT / "data/models/intersect" / run), device=P.common.device, batch_size=P.common.batch_size)
+    enc = Encoder(ROOT / "data/models/intersect" / run, device=P.common.device, batch_size=P.common.batch_size)
     frames.append(ev.evaluate_detector(enc, model=f"BiasRetriever ({MODEL_NAMES[strategy]})", train_corpus=corpus,
                                        subset=subset, corpora=corpora, ks=ks, **agg))
-base = Encoder(T.base_model, device=P.common.device, batch_size=P.common.batch_size)
+base = Encoder(M[T.base_model], device=P.common.device, batch_size=P.common.batch_size)
 for corpus, subset in sorted({(r.split("-")[0], r.split("-")[2]) for r in T.runs}):
     frames.append(ev.evaluate_detector(base, model=f"S-BERT-Base (frozen {T.base_model})", train_corpus=corpus,
                                        subset=subset, corpora={corpus: corpora[corpus]}, ks=ks, **agg))

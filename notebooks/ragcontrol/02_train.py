@@ -25,33 +25,25 @@ import pandas as pd
 from biaslab import config, models
 from biaslab.io import write_json
 from biaslab.paths import repo_root
-from biaslab.plots import save_figure, set_style
+from biaslab.plots import loss_curve, save_figure, set_style
 from biaslab.ragcontrol import finetune
 
 # %% tags=["parameters"]
 run = "gender-full"
-seed = 42
-device = "auto"
-embedder = "minilm"
-epochs = 1
-batch_size = 8
-learning_rate = 3.0e-5
-weight_decay = 0.01
-warmup_steps = 10
-scale = 50.0
-max_seq_length = 96
-runs = {"gender-full": {"task": "GenderBias-QA", "freeze_layers": 0},
-        "gender-last2": {"task": "GenderBias-QA", "freeze_layers": 2},
-        "politics-full": {"task": "PoliticBias-QA", "freeze_layers": 0},
-        "politics-last2": {"task": "PoliticBias-QA", "freeze_layers": 2}}
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = ...  # common
+embedder = ...  # ragcontrol
+epochs = batch_size = learning_rate = weight_decay = warmup_steps = scale = max_seq_length = runs = ...
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage=f"ragcontrol_train@{run}")
+P = config.stage_params(globals(), f"ragcontrol_train@{run}")
 T = P.ragcontrol.train
 assert run in T.runs, f"run {run!r} is not in ragcontrol.train.runs ({sorted(T.runs)})"
 R = T.runs[run]
 ROOT = repo_root()
-models.preflight([P.ragcontrol.embedder])
+M = models.preflight([P.ragcontrol.embedder], P.models)
 set_style()
 rows = pd.read_parquet(ROOT / "data/processed/ragcontrol/tasks" / R.task / "train_rows.parquet")
 rows["label"] = rows["label"].map(list)
@@ -59,17 +51,14 @@ print(f"{run}: {R.task}, freeze_layers={R.freeze_layers}; {len(rows)} training q
 
 # %%
 out, summary = finetune.train(
-    P.ragcontrol.embedder, rows, ROOT / "data/models/ragcontrol" / run, freeze_layers=R.freeze_layers,
+    M[P.ragcontrol.embedder], rows, ROOT / "data/models/ragcontrol" / run, freeze_layers=R.freeze_layers,
     epochs=R.epochs or T.epochs, batch_size=T.batch_size, learning_rate=R.learning_rate or T.learning_rate,
     weight_decay=T.weight_decay, warmup_steps=T.warmup_steps, scale=T.scale, max_seq_length=T.max_seq_length,
-    seed=P.common.seed, device=P.common.device, run_config={"run": run, "task": R.task})
+    seed=P.common.seed, device=P.common.device, record={"base": P.ragcontrol.embedder, "run": run, "task": R.task})
 write_json(ROOT / f"reports/ragcontrol/train/{run}.json", summary | {"run": run, "task": R.task,
                                                                      "freeze_layers": R.freeze_layers})
-fig, ax = plt.subplots(figsize=(5, 3))
-if summary["loss_curve"]:
-    ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")
-ax.set(xlabel="step", ylabel="multi-positive contrastive loss",
-       title=f"{run} ({summary['trainable_parameters']:,} trainable parameters)")
+fig = loss_curve(summary, ylabel="multi-positive contrastive loss",
+                 title=f"{run} ({summary['trainable_parameters']:,} trainable parameters)")
 save_figure(fig, ROOT / f"reports/ragcontrol/train/{run}_loss.png")
 plt.show()
-{k: v for k, v in summary.items() if k != "loss_curve"}
+pd.Series(summary).drop("loss_curve")

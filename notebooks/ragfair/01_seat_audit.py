@@ -37,29 +37,25 @@ from biaslab.ragfair.seat_audit import plot_effect_sizes, run_seat_tests, summar
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-seed = 42
-device = "auto"
-batch_size = 64
-raw_dir = "data/raw"
-model = "minilm"
-tests = []
-n_samples = 100000
-exact_limit = 100000
-e_max = 2.0
-alpha = 0.05
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+raw_dir = ...  # data
+model = tests = n_samples = exact_limit = e_max = alpha = ...  # ragfair.seat
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage="ragfair_seat")
+P = config.stage_params(globals(), "ragfair_seat")
 S = P.ragfair.seat
 ROOT = repo_root()
 OUT = ROOT / "reports/ragfair/seat"
-models.preflight([S.model])
+M = models.preflight([S.model], P.models)
 seed_everything(P.common.seed)
 set_style()
 
 # %%
 seat_tests = seat_data.load_tests(list(S.tests), resolve(P.data.raw_dir, ROOT))
-encoder = Encoder(S.model, device=P.common.device, batch_size=P.common.batch_size)
+encoder = Encoder(M[S.model], device=P.common.device, batch_size=P.common.batch_size)
 print(f"{len(seat_tests)} SEAT tests; encoder {S.model} ({encoder.dim}-d)")
 
 # %%

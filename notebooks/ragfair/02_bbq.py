@@ -32,17 +32,14 @@ from biaslab.ragfair import bbq_build, bbq_generate
 from biaslab.ragfair.pairs import split_templates
 
 # %% tags=["parameters"]
-seed = 42
-raw_dir = "data/raw"
-categories = ["Age", "Disability_status", "Gender_identity", "Nationality", "Physical_appearance", "Race_ethnicity",
-              "Religion", "SES", "Sexual_orientation"]
-regenerate_seed = 0
-max_pairs = 5
-check_categories = ["Age", "Religion", "Sexual_orientation"]
-eval_fraction = 0.5
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common
+raw_dir = ...  # data
+categories = regenerate_seed = max_pairs = check_categories = eval_fraction = ...  # ragfair.bbq
 
 # %%
-P = config.notebook_params(globals(), stage="ragfair_bbq")
+P = config.stage_params(globals(), "ragfair_bbq")
 B = P.ragfair.bbq
 ROOT = repo_root()
 RAW = resolve(P.data.raw_dir, ROOT)
@@ -74,10 +71,7 @@ checks
 bbq = bbq_build.build(B.categories, RAW, WORK, seed=B.regenerate_seed, max_pairs=B.max_pairs)
 bbq["split"] = split_templates(bbq, B.eval_fraction, seed=P.common.seed)
 write_parquet(ROOT / "data/processed/ragfair/bbq.parquet", bbq, index=False)
-coverage = (bbq.groupby(["category", "source"])
-            .agg(rows=("example_id", "size"), templates=("question_index", "nunique"),
-                 eval_templates=("split", lambda s: int(bbq.loc[s.index][s == "eval"]["question_index"].nunique())))
-            .reset_index())
+coverage = bbq_build.coverage(bbq)
 write_csv(OUT / "coverage.csv", coverage)
 write_json(OUT / "summary.json", {"rows": len(bbq), "categories": int(bbq["category"].nunique()),
                                   "regenerated": sorted(bbq.loc[bbq["source"] == "regenerated", "category"].unique())})

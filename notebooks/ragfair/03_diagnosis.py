@@ -25,7 +25,6 @@
 import json
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -38,28 +37,24 @@ from biaslab.ragfair import bbq_build, bbq_seat, paper, probing
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-seed = 42
-device = "auto"
-batch_size = 64
-model = "minilm"
-max_rows_per_category = 240
-tau = 0.05
-folds = 5
-ridge_alphas = [0.1, 1.0, 10.0, 100.0]
-shuffles = 1
-seat_n_samples = 10000
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+model = max_rows_per_category = tau = folds = ridge_alphas = shuffles = seat_n_samples = ...  # ragfair.probing
+allow_downloads = encoder = local_dirs = ...  # models
+exact_limit = e_max = alpha = ...  # ragfair.seat
 
 # %%
-P = config.notebook_params(globals(), stage="ragfair_diagnosis")
+P = config.stage_params(globals(), "ragfair_diagnosis")
 D = P.ragfair.probing
 ROOT = repo_root()
 OUT = ROOT / "reports/ragfair/diagnosis"
-models.preflight([D.model])
+M = models.preflight([D.model], P.models)
 seed_everything(P.common.seed)
 set_style()
 bbq = bbq_build.sample(pd.read_parquet(ROOT / "data/processed/ragfair/bbq.parquet"), D.max_rows_per_category,
                        seed=P.common.seed)
-enc = Encoder(D.model, device=P.common.device, batch_size=P.common.batch_size)
+enc = Encoder(M[D.model], device=P.common.device, batch_size=P.common.batch_size)
 print(f"{len(bbq)} BBQ rows, {bbq['category'].nunique()} categories, encoder {D.model} ({enc.n_layers} layers "
       "incl. embeddings)")
 
@@ -67,9 +62,9 @@ print(f"{len(bbq)} BBQ rows, {bbq['category'].nunique()} categories, encoder {D.
 # ## Table 1 — SEAT fairness per category (ours beside the paper's)
 
 # %%
-table1 = bbq_seat.run(bbq_seat.seat_sets(bbq), enc, n_samples=D.seat_n_samples, seed=P.common.seed)
-table1["paper_fairness"] = table1["category"].map(lambda c: paper.TABLE1.get(c, (np.nan, np.nan))[0])
-table1["paper_p_value"] = table1["category"].map(lambda c: paper.TABLE1.get(c, (np.nan, np.nan))[1])
+table1 = bbq_seat.run(bbq_seat.seat_sets(bbq), enc, n_samples=D.seat_n_samples, exact_limit=P.ragfair.seat.exact_limit,
+                      e_max=P.ragfair.seat.e_max, seed=P.common.seed)
+table1 = table1.merge(paper.table1(), on="category", how="left")
 write_csv(OUT / "table1_bbq_seat.csv", table1)
 table1.round(4)
 
@@ -105,7 +100,7 @@ plt.show()
 metrics = {
     "model": D.model, "rows": len(bbq),
     "seat_mean_fairness": float(table1["fairness"].mean()), "paper_mean_fairness": paper.MEAN_FAIRNESS,
-    "seat_tests_p_below_0.05": int((table1["p_value"] < 0.05).sum()),
+    f"seat_tests_p_below_{P.ragfair.seat.alpha:g}": int((table1["p_value"] < P.ragfair.seat.alpha).sum()),
     "depth_spearman_mean": float(trend["spearman_rho"].mean()), "paper_depth_spearman": paper.DEPTH_SPEARMAN,
     "probe_r2_mean": float(probe["r2"].mean()), "probe_r2_shuffled_mean": float(probe["r2_shuffled"].mean()),
 }

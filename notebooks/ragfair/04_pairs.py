@@ -33,31 +33,23 @@ from biaslab import config, models
 from biaslab.data import trec_fair, wikitext
 from biaslab.embed import Encoder
 from biaslab.io import write_csv, write_parquet
-from biaslab.llm import from_params, gen_params
+from biaslab.llm import from_params, gen_params, needs_model
 from biaslab.paths import repo_root, resolve
 from biaslab.ragfair import llm_pairs
 from biaslab.ragfair import pairs as pr
 
 # %% tags=["parameters"]
-seed = 42
-device = "auto"
-raw_dir = "data/raw"
-base_model = "minilm"
-backend = "rules"
-model = "smollm2-135m-instruct"
-max_new_tokens = 256
-temperature = 0.0
-top_p = 1.0
-cache = True
-openai = {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
-          "timeout": 60.0, "max_retries": 2}
-source = "bbq"
-n_pairs = 256
-llm_pipeline = {"topics": "train", "group_pairs_per_category": 8, "top_k": 10, "sentences_per_query": 1,
-                "words": 50, "max_new_tokens": 128, "min_sentence_words": 6}
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+raw_dir = ...  # data
+base_model = ...  # ragfair.train
+backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
+source = n_pairs = llm_pipeline = ...  # ragfair.pairs
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage="ragfair_pairs")
+P = config.stage_params(globals(), "ragfair_pairs")
 ROOT = repo_root()
 bbq = pd.read_parquet(ROOT / "data/processed/ragfair/bbq.parquet")
 train_rows = bbq[bbq["split"] == "train"]
@@ -72,19 +64,19 @@ if S.source == "bbq":
 else:
     L = S.llm_pipeline
     RAW = resolve(P.data.raw_dir, ROOT)
-    models.preflight([P.ragfair.train.base_model] + ([P.llm.model] if P.llm.backend == "transformers" else []))
+    M = models.preflight([P.ragfair.train.base_model, *needs_model(P.llm)], P.models)
     topics = trec_fair.load(RAW)
     topics = topics["topic"][topics["split"] == "train"] if L.topics == "train" else topics["topic"]
     groups = llm_pairs.group_pairs(train_rows, L.group_pairs_per_category, seed=P.common.seed)
     space = llm_pairs.grid(topics.tolist(), groups)
     n_items = math.ceil(S.n_pairs / L.sentences_per_query) if S.n_pairs else len(space)
     items = llm_pairs.sample_items(space, n_items, seed=P.common.seed)
-    sentences = wikitext.load_sentences(raw_dir=RAW, min_words=L.min_sentence_words)["sentence"].tolist()
-    llm = from_params(P.llm, device=P.common.device)
+    sentences = wikitext.load_sentences(tuple(wikitext.FILES), RAW, min_words=L.min_sentence_words)["sentence"].tolist()
+    llm = from_params(P.llm, device=P.common.device, model_dirs=M)
     gen = replace(gen_params(P.llm, P.common.seed), max_new_tokens=L.max_new_tokens)
     print(f"LLM backend: {llm.backend} ({llm.model}); {len(topics)} topics x {len(groups)} group pairs = "
           f"{len(space)} items, {len(items)} sampled; {len(sentences)} Wikipedia sentences")
-    encoder = Encoder(P.ragfair.train.base_model, device=P.common.device)
+    encoder = Encoder(M[P.ragfair.train.base_model], device=P.common.device, batch_size=P.common.batch_size)
     pairs = llm_pairs.build(items, sentences, encoder, llm, gen, top_k=L.top_k,
                             sentences_per_query=L.sentences_per_query, words=L.words)
     pairs = pairs.head(S.n_pairs) if S.n_pairs else pairs

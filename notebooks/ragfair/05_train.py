@@ -25,57 +25,40 @@ import pandas as pd
 from biaslab import config, models
 from biaslab.io import write_json
 from biaslab.paths import repo_root
-from biaslab.plots import save_figure, set_style
+from biaslab.plots import loss_curve, save_figure, set_style
 from biaslab.ragfair import debias
 
 # %% tags=["parameters"]
 run = "lora"
-seed = 42
-device = "auto"
-base_model = "minilm"
-epochs = 1
-batch_size = 16
-learning_rate = 1.0e-4
-warmup_ratio = 0.1
-max_grad_norm = 1.0
-max_seq_length = 128
-tau = 0.05
-beta = 1.0e-4
-fair_variant = "squared"
-lora_r = 8
-lora_alpha = 16
-lora_dropout = 0.1
-lora_targets = ["query", "key", "value"]
-wiseft_layers = 2
-wiseft_lambda = 0.5
-runs = {"lora": {"lora": True, "wiseft": False, "alpha": 1.0}, "wiseft": {"lora": False, "wiseft": True, "alpha": 1.0},
-        "lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0},
-        "lora_wiseft_a0": {"lora": True, "wiseft": True, "alpha": 0.0}}
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = ...  # common
+base_model = epochs = batch_size = learning_rate = warmup_ratio = max_grad_norm = max_seq_length = ...
+tau = beta = fair_variant = lora_r = lora_alpha = lora_dropout = lora_targets = wiseft_layers = ...
+wiseft_lambda = runs = ...  # ragfair.train
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage=f"ragfair_train@{run}")
+P = config.stage_params(globals(), f"ragfair_train@{run}")
 T = P.ragfair.train
 assert run in T.runs, f"run {run!r} is not in ragfair.train.runs ({sorted(T.runs)})"
 R = T.runs[run]
 ROOT = repo_root()
-models.preflight([T.base_model])
+M = models.preflight([T.base_model], P.models)
 set_style()
 cfg = debias.method_config(T, run)
 pairs = pd.read_parquet(ROOT / "data/processed/ragfair/pairs.parquet")
 print(f"{run}: {cfg}\n{len(pairs)} training pairs")
 
 # %%
-out, summary = debias.train(T.base_model, pairs, ROOT / "data/models/ragfair" / run, cfg, epochs=T.epochs,
+out, summary = debias.train(M[T.base_model], pairs, ROOT / "data/models/ragfair" / run, cfg, epochs=T.epochs,
                             batch_size=T.batch_size, learning_rate=T.learning_rate, warmup_ratio=T.warmup_ratio,
                             max_grad_norm=T.max_grad_norm, seed=P.common.seed, device=P.common.device,
-                            max_seq_length=T.max_seq_length, run_config={"run": run})
+                            max_seq_length=T.max_seq_length, record={"base": T.base_model, "run": run})
 write_json(ROOT / f"reports/ragfair/train/{run}.json", summary | {"run": run, "method": cfg.__dict__ |
                                                                    {"lora_targets": list(cfg.lora_targets)}})
-fig, ax = plt.subplots(figsize=(5, 3))
-if summary["loss_curve"]:
-    ax.plot(*zip(*summary["loss_curve"], strict=True), marker="o")
-ax.set(xlabel="step", ylabel="NT-Xent + α·L_fair + β·‖ΔW‖²", title=f"{run} ({summary['trainable_parameters']:,} "
-       "trainable parameters)")
+fig = loss_curve(summary, ylabel="NT-Xent + α·L_fair + β·‖ΔW‖²",
+                 title=f"{run} ({summary['trainable_parameters']:,} trainable parameters)")
 save_figure(fig, ROOT / f"reports/ragfair/train/{run}_loss.png")
 plt.show()
 summary["last_terms"]

@@ -31,90 +31,59 @@
 import json
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from biaslab import config, models
 from biaslab.data import seat as seat_data
-from biaslab.embed import Encoder
 from biaslab.io import write_csv, write_json
 from biaslab.paths import repo_root, resolve
 from biaslab.plots import save_figure, set_style
-from biaslab.ragfair import bbq_build, bbq_seat, cards, debias, extrinsic, paper
+from biaslab.ragfair import bbq_build, bbq_seat, evaluation
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-seed = 42
-device = "auto"
-batch_size = 64
-raw_dir = "data/raw"
-base_model = "minilm"
-tau = 0.05
-folds = 5
-ridge_alphas = [0.1, 1.0, 10.0, 100.0]
-fraction = 0.1
-seat_categories = ["Gender_identity"]
-max_rows_per_category = 80
-seat_n_samples = 2000
-bootstrap_rounds = 10
-tests = []
-checkpoints = [{"name": "Baseline (frozen encoder)", "mask": False},
-               {"name": "LoRA-only", "run": "lora", "mask": False},
-               {"name": "WiSE-FT", "run": "wiseft", "mask": False},
-               {"name": "Head masking", "mask": True},
-               {"name": "LoRA + masking", "run": "lora", "mask": True},
-               {"name": "WiSE-FT + masking", "run": "wiseft", "mask": True},
-               {"name": "LoRA + WiSE-FT", "run": "lora_wiseft", "mask": False},
-               {"name": "Full framework", "run": "lora_wiseft", "mask": True},
-               {"name": "Full without fairness (alpha=0)", "run": "lora_wiseft_a0", "mask": True}]
-include_all_runs = False
-runs = {"lora": {"lora": True, "wiseft": False, "alpha": 1.0}, "wiseft": {"lora": False, "wiseft": True, "alpha": 1.0},
-        "lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0},
-        "lora_wiseft_a0": {"lora": True, "wiseft": True, "alpha": 0.0}}
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
+# or with `biaslab run STAGE --set name=value` to override it.
+seed = device = batch_size = ...  # common
+raw_dir = ...  # data
+tests = exact_limit = e_max = alpha = ...  # ragfair.seat
+base_model = runs = ...  # ragfair.train
+tau = folds = ridge_alphas = shuffles = ...  # ragfair.probing
+fraction = seat_categories = ...  # ragfair.head_mask
+max_rows_per_category = seat_n_samples = bootstrap_rounds = checkpoints = include_all_runs = ...  # ragfair.evaluate
+allow_downloads = encoder = local_dirs = ...  # models
 
 # %%
-P = config.notebook_params(globals(), stage="ragfair_evaluate")
-E, T, H, PR = P.ragfair.evaluate, P.ragfair.train, P.ragfair.head_mask, P.ragfair.probing
+P = config.stage_params(globals(), "ragfair_evaluate")
+E, T, H, PR, SE = P.ragfair.evaluate, P.ragfair.train, P.ragfair.head_mask, P.ragfair.probing, P.ragfair.seat
 ROOT = repo_root()
 OUT = ROOT / "reports/ragfair/results"
-models.preflight([T.base_model])
+M = models.preflight([T.base_model], P.models)
 seed_everything(P.common.seed)
 set_style()
 bbq = pd.read_parquet(ROOT / "data/processed/ragfair/bbq.parquet")
-evaluation = bbq_build.sample(bbq[bbq["split"] == "eval"], E.max_rows_per_category, seed=P.common.seed)
+rows = bbq_build.sample(bbq[bbq["split"] == "eval"], E.max_rows_per_category, seed=P.common.seed)
 mask_sets = bbq_seat.seat_sets(bbq[(bbq["split"] == "train") & bbq["category"].isin(H.seat_categories)])
-seat_tests = seat_data.load_tests(P.ragfair.seat.tests or None, resolve(P.data.raw_dir, ROOT))
-listed = {(c.run, c.mask) for c in E.checkpoints}
-extra = [config.RagfairCheckpoint(name=r, run=r) for r in T.runs if E.include_all_runs and (r, False) not in listed]
-checkpoint_list = [*E.checkpoints, *extra]
-print(f"{len(evaluation)} evaluation rows over {evaluation['category'].nunique()} categories; "
-      f"{len(seat_tests)} SEAT tests; {len(checkpoint_list)} checkpoints")
+seat_tests = seat_data.load_tests(SE.tests or None, resolve(P.data.raw_dir, ROOT))
+checkpoints = evaluation.checkpoint_list(E.checkpoints, T.runs, E.include_all_runs)
+print(f"{len(rows)} evaluation rows over {rows['category'].nunique()} categories; "
+      f"{len(seat_tests)} SEAT tests; {len(checkpoints)} checkpoints")
 
 # %%
-card_of, masked_heads, embed_of = {}, {}, {}
-seat_texts = list(dict.fromkeys(t for s in bbq_seat.seat_sets(evaluation) for t in s.texts()))
-for ck in checkpoint_list:
-    model = cards.load_checkpoint(ck.run, T.base_model, ROOT / "data/models/ragfair", P.common.device)
-    if ck.mask:
-        importance = debias.head_importance(model, mask_sets)
-        heads = debias.heads_to_mask(importance, H.fraction)
-        debias.apply_head_mask(model, heads)
-        masked_heads[ck.name] = heads
-    enc = Encoder(model, batch_size=P.common.batch_size)
-    card_of[ck.name] = cards.bias_card(enc, evaluation, seat_tests=seat_tests, seat_n_samples=E.seat_n_samples,
-                                       tau=PR.tau, folds=PR.folds, alphas=PR.ridge_alphas, seed=P.common.seed)
-    embed_of[ck.name] = dict(zip(seat_texts, enc.encode(seat_texts), strict=True))
-    print(f"{ck.name}: {json.dumps({k: round(v, 4) for k, v in card_of[ck.name].summary.items()})}")
+card_of, masked_heads, embed_of = evaluation.evaluate(
+    checkpoints, base_dir=M[T.base_model], models_dir=ROOT / "data/models/ragfair", evaluation=rows,
+    mask_sets=mask_sets, mask_fraction=H.fraction, seat_tests=seat_tests, device=P.common.device,
+    batch_size=P.common.batch_size,
+    card_args={"seat_n_samples": E.seat_n_samples, "exact_limit": SE.exact_limit, "e_max": SE.e_max,
+               "alpha": SE.alpha, "tau": PR.tau, "folds": PR.folds, "alphas": PR.ridge_alphas,
+               "shuffles": PR.shuffles, "seed": P.common.seed})
 
 # %% [markdown]
 # ## Bias cards — one row per checkpoint
 
 # %%
-card_table = pd.DataFrame([{"checkpoint": ck.name, "run": ck.run or "(base)", "mask": ck.mask,
-                            "heads_masked": len(masked_heads.get(ck.name, [])), **card_of[ck.name].summary}
-                           for ck in checkpoint_list])
-per_category = pd.concat([c.per_category.assign(checkpoint=n) for n, c in card_of.items()], ignore_index=True)
+card_table = evaluation.card_table(checkpoints, card_of, masked_heads)
+per_category = evaluation.per_category(card_of)
 write_csv(OUT / "bias_cards.csv", card_table)
 write_csv(OUT / "bias_cards_per_category.csv", per_category)
 write_json(OUT / "masked_heads.json", {k: [list(h) for h in v] for k, v in masked_heads.items()})
@@ -124,30 +93,17 @@ card_table.round(4)
 # ## Table 2 (ours beside the paper's; the paper's comes from its synthetic evaluation set)
 
 # %%
-table2 = card_table[["checkpoint", "spd", "eod", "acc_at_1", "bbq_seat_abs_es", "seat_fairness"]].copy()
-for i, col in enumerate(("paper_spd", "paper_eod", "paper_acc_at_1")):
-    table2[col] = table2["checkpoint"].map(lambda n, i=i: paper.TABLE2.get(n, (np.nan,) * 3)[i])
+table2 = evaluation.table2(card_table)
 write_csv(OUT / "table2.csv", table2)
 table2.round(4)
 
 # %%
-full = "Full framework"
-ablation_rows = {"Full framework": full, "− fairness term (α = 0)": "Full without fairness (alpha=0)",
-                 "− LoRA": "WiSE-FT + masking", "− WiSE-FT": "LoRA + masking", "− head masking": "LoRA + WiSE-FT"}
-names = set(card_table["checkpoint"])
-ablation = pd.DataFrame([{"ablation": a, "checkpoint": c, **card_table.set_index("checkpoint").loc[
-    c, ["spd", "eod", "acc_at_1", "bbq_seat_abs_es"]].to_dict()} for a, c in ablation_rows.items() if c in names])
+ablation = evaluation.ablation(card_table)
 write_csv(OUT / "ablation_minus_one.csv", ablation)
 ablation.round(4)
 
 # %%
-long = table2.melt(id_vars="checkpoint", value_vars=["spd", "eod"], var_name="metric", value_name="gap")
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
-sns.barplot(data=long, y="checkpoint", x="gap", hue="metric", ax=axes[0])
-axes[0].set(xlabel="group gap (0 = fair)", ylabel="")
-sns.barplot(data=table2, y="checkpoint", x="acc_at_1", ax=axes[1], color="grey")
-axes[1].set(xlabel="Acc@1 (%)", ylabel="", yticklabels=[])
-fig.suptitle("Reproduces the paper's Table 2: fairness (SPD, EOD) and utility (Acc@1) per debiasing recipe")
+fig = evaluation.table2_figure(table2)
 save_figure(fig, OUT / "table2.png")
 plt.show()
 
@@ -155,40 +111,14 @@ plt.show()
 # ## Intrinsic vs extrinsic bias across checkpoints (§3.3.1)
 
 # %%
-intr = per_category[["checkpoint", "category", "bbq_seat_abs_es"]]
-extr = per_category[["checkpoint", "category", "spd", "eod"]]
-rng = np.random.default_rng(P.common.seed)
-boot = [cards.bootstrap_frames(card_of, evaluation, embed_of, rng) for _ in range(E.bootstrap_rounds)]
-# the paper's protocol (z-scored per category) and the same on raw magnitudes
-corr = {f"{ext}{suffix}": extrinsic.correlate(intr, extr, value_int="bbq_seat_abs_es", value_ext=ext, boot=boot,
-                                              zscore=z)
-        for ext in ("spd", "eod") for suffix, z in (("", True), ("_raw", False))}
-corr["paper_ci"] = paper.CORRELATION_CI
+corr = evaluation.correlations(card_of, rows, embed_of, per_category, rounds=E.bootstrap_rounds, seed=P.common.seed)
 write_json(OUT / "correlation.json", corr)
 print(json.dumps(corr, indent=1))
 
 # %%
-def znorm(df, col):
-    wide = df.pivot_table(index="checkpoint", columns="category", values=col)
-    z = (wide - wide.mean()) / wide.std(ddof=0).replace(0, np.nan)
-    return np.sqrt((z.fillna(0.0) ** 2).sum(axis=1))
-
-
-pts = pd.DataFrame({"‖SEAT ES‖ (z)": znorm(intr, "bbq_seat_abs_es"), "‖SPD‖ (z)": znorm(extr, "spd"),
-                    "‖EOD‖ (z)": znorm(extr, "eod")})
-fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-for ax, ext in zip(axes, ("‖SPD‖ (z)", "‖EOD‖ (z)"), strict=True):
-    sns.regplot(data=pts, x="‖SEAT ES‖ (z)", y=ext, ax=ax, ci=None)
-    key = "spd" if "SPD" in ext else "eod"
-    ax.set_title(f"Pearson r = {corr[key]['pearson_r']:.2f}, Spearman ρ = {corr[key]['spearman_rho']:.2f}")
-fig.suptitle("Reproduces the paper's §4.2 analysis: intrinsic vs extrinsic bias across encoder checkpoints")
+fig = evaluation.correlation_figure(evaluation.norm_points(per_category), corr)
 save_figure(fig, OUT / "intrinsic_vs_extrinsic.png")
 plt.show()
 
 # %%
-metrics = {"checkpoints": len(card_table), "evaluation_rows": len(evaluation),
-           "table2": table2.set_index("checkpoint")[["spd", "eod", "acc_at_1", "bbq_seat_abs_es"]].round(4)
-           .to_dict(orient="index"),
-           "correlation": {k: {m: corr[k][m] for m in ("pearson_r", "spearman_rho", "pearson_ci", "spearman_ci")
-                               if m in corr[k]} for k in ("spd", "eod", "spd_raw", "eod_raw")}}
-write_json(OUT / "metrics.json", metrics)
+write_json(OUT / "metrics.json", evaluation.metrics(card_table, table2, corr, len(rows)))

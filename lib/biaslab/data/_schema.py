@@ -20,13 +20,10 @@ def fix_for(dataset: str) -> str:
     return REFETCH.format(dataset=dataset)
 
 
-def dataset_dir(dataset: str, raw_dir: str | Path | None = None) -> Path:
-    """``<raw_dir>/<dataset>``; ``raw_dir`` defaults to params.yaml ``data.raw_dir``."""
+def dataset_dir(dataset: str, raw_dir: str | Path) -> Path:
+    """``<raw_dir>/<dataset>`` (``raw_dir``: the folder ``data.raw_dir`` names, resolved by the caller)."""
     if raw_dir is None:
-        from ..config import load_params
-        from ..paths import resolve
-
-        raw_dir = resolve(load_params().data.raw_dir)
+        raise TypeError(f"dataset_dir({dataset!r}): raw_dir is required (the resolved data.raw_dir of params.yaml)")
     folder = Path(raw_dir) / dataset
     if not folder.is_dir():
         raise DataError(

@@ -87,7 +87,7 @@ def read_file(path: Path) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def load(categories: list[str] | None = None, raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load(categories: list[str] | None, raw_dir: str | Path) -> pd.DataFrame:
     """The released category files (all six when ``categories`` is None)."""
     root = dataset_dir(DATASET, raw_dir) / "data"
     cats = list(categories) if categories else [c for c in RELEASED if (root / f"{c}.jsonl").is_file()]
@@ -100,7 +100,7 @@ def load(categories: list[str] | None = None, raw_dir: str | Path | None = None)
     return pd.concat([read_file(root / f"{c}.jsonl") for c in cats], ignore_index=True)
 
 
-def load_templates(category: str, raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_templates(category: str, raw_dir: str | Path) -> pd.DataFrame:
     """``templates/new_templates_<category>.csv`` (one row per template; ``Q_id`` joins ``question_index``)."""
     path = dataset_dir(DATASET, raw_dir) / "templates" / f"new_templates_{category}.csv"
     df = read_csv(path, DATASET, dtype=str, keep_default_na=False)
@@ -109,14 +109,14 @@ def load_templates(category: str, raw_dir: str | Path | None = None) -> pd.DataF
     return df
 
 
-def load_vocabulary(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_vocabulary(raw_dir: str | Path) -> pd.DataFrame:
     path = dataset_dir(DATASET, raw_dir) / "templates" / "vocabulary.csv"
     df = read_csv(path, DATASET, dtype=str, keep_default_na=False)
     require_columns(df, ("Category", "SubCat", "Name", "Info"), path, DATASET)
     return df
 
 
-def load_proper_names(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_proper_names(raw_dir: str | Path) -> pd.DataFrame:
     """``vocabulary_proper_names.csv``: Name, First_last, gender (F/M), ethnicity, source, info."""
     path = dataset_dir(DATASET, raw_dir) / "templates" / "vocabulary_proper_names.csv"
     df = read_csv(path, DATASET, dtype=str, keep_default_na=False)
@@ -124,7 +124,7 @@ def load_proper_names(raw_dir: str | Path | None = None) -> pd.DataFrame:
     return df
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     counts = load(None, raw_dir).groupby("category").size().to_dict()
     load_vocabulary(raw_dir)
     load_proper_names(raw_dir)

@@ -33,6 +33,8 @@ class FetchError(DataError):
     """A data file could not be obtained or failed its check."""
 
 
+DOWNLOAD_TIMEOUT = 60.0  # seconds per file download (not a research knob)
+
 def load_manifest() -> dict[str, Any]:
     return json.loads(resources.files("biaslab.data").joinpath("manifest.json").read_text(encoding="utf-8"))
 
@@ -96,8 +98,8 @@ def _download(url: str, dst: Path, entry: dict, dataset: str, timeout: float) ->
             raise FetchError(f"{dataset}: {url} gave a file that does not match the manifest ({problem})")
 
 
-def fetch_dataset(dataset: str, raw_dir: Path, *, mirror: Path | None = None, allow_online: bool = True,
-                  manifest: dict[str, Any] | None = None, timeout: float = 60.0) -> list[dict[str, Any]]:
+def fetch_dataset(dataset: str, raw_dir: Path, *, mirror: Path | None = None, allow_online: bool,
+                  manifest: dict[str, Any] | None = None, timeout: float) -> list[dict[str, Any]]:
     """Fetch one data set; returns one row per file (path, bytes, sha256, source)."""
     manifest = manifest or load_manifest()
     if dataset not in manifest:
@@ -141,7 +143,7 @@ def mirror_from_env() -> Path | None:
 
 
 def fetch(datasets: list[str], raw_dir: str | os.PathLike, *, mirror: Path | None = None,
-          allow_online: bool = True, validate: bool = True, manifest: dict[str, Any] | None = None,
+          allow_online: bool, validate: bool = True, manifest: dict[str, Any] | None = None,
           progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Fetch and (optionally) schema-check several data sets. Returns (file rows, records per data set)."""
     from ..runtime import progress as bar
@@ -152,7 +154,8 @@ def fetch(datasets: list[str], raw_dir: str | os.PathLike, *, mirror: Path | Non
     counts: dict[str, dict[str, int]] = {}
     checks = validators()
     for dataset in (bar(datasets, desc="fetch") if progress else datasets):
-        rows += fetch_dataset(dataset, raw_dir, mirror=mirror, allow_online=allow_online, manifest=manifest)
+        rows += fetch_dataset(dataset, raw_dir, mirror=mirror, allow_online=allow_online, manifest=manifest,
+                              timeout=DOWNLOAD_TIMEOUT)
         if validate:
             counts[dataset] = checks[dataset](raw_dir)
     return rows, counts

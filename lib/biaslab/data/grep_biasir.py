@@ -20,7 +20,7 @@ CATEGORIES = ("Appearance", "Career", "Child_Care", "Cognitive_Capabilities", "D
               "Physical_Capabilities", "Sex_and_Relationship")
 
 
-def load_queries(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_queries(raw_dir: str | Path) -> pd.DataFrame:
     path = dataset_dir(DATASET, raw_dir) / "queries.csv"
     df = read_csv(path, DATASET, dtype={"q_id": int, "category": str, "query": str}, keep_default_na=False)
     require_columns(df, ("q_id", "category", "query"), path, DATASET)
@@ -28,7 +28,7 @@ def load_queries(raw_dir: str | Path | None = None) -> pd.DataFrame:
     return df
 
 
-def load_documents(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_documents(raw_dir: str | Path) -> pd.DataFrame:
     root = dataset_dir(DATASET, raw_dir)
     frames = []
     for cat in CATEGORIES:
@@ -46,5 +46,5 @@ def load_documents(raw_dir: str | Path | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     return {"queries": len(load_queries(raw_dir)), "documents": len(load_documents(raw_dir))}

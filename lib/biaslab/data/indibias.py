@@ -29,7 +29,7 @@ COLUMNS = ("index", "modified_eng_sent_more", "modified_eng_sent_less", "sent_mo
            "bias_type", "stereo_antistereo")
 
 
-def load(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load(raw_dir: str | Path) -> pd.DataFrame:
     path = dataset_dir(DATASET, raw_dir) / FILE
     df = read_csv(path, DATASET, dtype=str, keep_default_na=False)
     require_columns(df, COLUMNS, path, DATASET)
@@ -50,5 +50,5 @@ def load(raw_dir: str | Path | None = None) -> pd.DataFrame:
     })
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     return {FILE: len(load(raw_dir))}

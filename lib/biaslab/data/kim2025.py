@@ -21,7 +21,7 @@ DATASET = "debiasing_rag_kim2025"
 TASKS = ("GenderBias-QA", "PoliticBias-QA")
 
 
-def load_genderbias_qa(split: Literal["train", "test"] = "test", raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_genderbias_qa(split: Literal["train", "test"], raw_dir: str | Path) -> pd.DataFrame:
     path = dataset_dir(DATASET, raw_dir) / f"GenderBias-QA_{split}.csv"
     df = read_csv(path, DATASET, dtype=str, keep_default_na=False)
     cols = ("num", "topic", "question", "bias1-document1", "bias1-document2", "bias2-document1", "bias2-document2")
@@ -34,8 +34,8 @@ def load_genderbias_qa(split: Literal["train", "test"] = "test", raw_dir: str | 
     })
 
 
-def load_politicbias_qa(split: Literal["train", "val", "test"] = "test",
-                        raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_politicbias_qa(split: Literal["train", "val", "test"],
+                        raw_dir: str | Path) -> pd.DataFrame:
     root = dataset_dir(DATASET, raw_dir)
     if split == "val":
         path = root / "hf_splits_jsonl" / "PoliticBias-QA__val.jsonl"
@@ -54,7 +54,7 @@ def load_politicbias_qa(split: Literal["train", "val", "test"] = "test",
     return df[list(cols)]
 
 
-def load_corpus(task: Literal["GenderBias-QA", "PoliticBias-QA"], raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_corpus(task: Literal["GenderBias-QA", "PoliticBias-QA"], raw_dir: str | Path) -> pd.DataFrame:
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
     path = dataset_dir(DATASET, raw_dir) / "hf_splits_jsonl" / f"{task}__corpus.jsonl"
@@ -63,7 +63,7 @@ def load_corpus(task: Literal["GenderBias-QA", "PoliticBias-QA"], raw_dir: str |
     return df[["text"]]
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     out = {f"GenderBias-QA_{s}": len(load_genderbias_qa(s, raw_dir)) for s in ("train", "test")}
     out.update({f"PoliticBias-QA_{s}": len(load_politicbias_qa(s, raw_dir)) for s in ("train", "val", "test")})
     out.update({f"{t}__corpus": len(load_corpus(t, raw_dir)) for t in TASKS})

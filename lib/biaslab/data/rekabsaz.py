@@ -22,7 +22,7 @@ IR2020 = "genderbias_ir_rekabsaz2020"
 IR2021 = "msmarco_fair_queries_rekabsaz2021"
 
 
-def load_gender_queries(raw_dir: str | Path | None = None, *, clean: bool = False) -> pd.DataFrame:
+def load_gender_queries(raw_dir: str | Path, *, clean: bool = False) -> pd.DataFrame:
     root = dataset_dir(IR2020, raw_dir)
     if clean:
         path = root / "queries_gender_annotated.clean.tsv"
@@ -50,7 +50,7 @@ def load_gender_queries(raw_dir: str | Path | None = None, *, clean: bool = Fals
     return df.reset_index(drop=True)
 
 
-def load_fair_queries(which: Literal["msmarco", "trecdl19"] = "msmarco", raw_dir: str | Path | None = None,
+def load_fair_queries(which: Literal["msmarco", "trecdl19"], raw_dir: str | Path,
                       *, annotated: bool = False) -> pd.DataFrame:
     stem = {"msmarco": "msmarco_passage.dev.fair", "trecdl19": "trecdeep19_passage.fair"}[which]
     root = dataset_dir(IR2021, raw_dir)
@@ -72,8 +72,8 @@ def load_fair_queries(which: Literal["msmarco", "trecdl19"] = "msmarco", raw_dir
     return df.reset_index(drop=True)
 
 
-def load_wordlist(kind: Literal["genderspecific", "representative"] = "genderspecific",
-                  raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_wordlist(kind: Literal["genderspecific", "representative"],
+                  raw_dir: str | Path) -> pd.DataFrame:
     dataset, name = {"genderspecific": (IR2020, "wordlist_genderspecific.txt"),
                      "representative": (IR2021, "wordlist_gender_representative.txt")}[kind]
     path = require_file(dataset_dir(dataset, raw_dir) / name, dataset)
@@ -88,7 +88,7 @@ def load_wordlist(kind: Literal["genderspecific", "representative"] = "genderspe
     return pd.DataFrame(rows, columns=["word", "gender"])
 
 
-def validate_2020(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate_2020(raw_dir: str | Path) -> dict[str, int]:
     q = load_gender_queries(raw_dir)
     qc = load_gender_queries(raw_dir, clean=True)
     if len(q) != len(qc):
@@ -96,7 +96,7 @@ def validate_2020(raw_dir: str | Path | None = None) -> dict[str, int]:
     return {"queries": len(q), "wordlist": len(load_wordlist("genderspecific", raw_dir))}
 
 
-def validate_2021(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate_2021(raw_dir: str | Path) -> dict[str, int]:
     out = {w: len(load_fair_queries(w, raw_dir)) for w in ("msmarco", "trecdl19")}
     out.update({f"{w}_annotated": len(load_fair_queries(w, raw_dir, annotated=True)) for w in ("msmarco", "trecdl19")})
     out["wordlist"] = len(load_wordlist("representative", raw_dir))

@@ -32,7 +32,7 @@ COLUMNS = ("post", "targetMinority", "targetCategory", "targetStereotype", "whoT
            "offensiveYN", "dataSource", "hasBiasedImplication")
 
 
-def load(split: Literal["dev", "test"] = "dev", raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load(split: Literal["dev", "test"], raw_dir: str | Path) -> pd.DataFrame:
     if split not in FILES:
         raise ValueError(f"SBIC split {split!r}: only {sorted(FILES)} are available (the train split is not)")
     path = dataset_dir(DATASET, raw_dir) / FILES[split]
@@ -66,5 +66,13 @@ def load(split: Literal["dev", "test"] = "dev", raw_dir: str | Path | None = Non
     return out.reset_index(drop=True)
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def load_dev_test(raw_dir: str | Path) -> pd.DataFrame:
+    """The dev and test aggregates together (the train split is not public), with ``split`` and the record's
+    ``row`` within its file."""
+    frames = [load(s, raw_dir) for s in ("dev", "test")]
+    return pd.concat([f.assign(split=s, row=range(len(f))) for s, f in zip(("dev", "test"), frames, strict=True)],
+                     ignore_index=True)
+
+
+def validate(raw_dir: str | Path) -> dict[str, int]:
     return {FILES[s]: len(load(s, raw_dir)) for s in FILES}

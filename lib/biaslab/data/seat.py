@@ -59,7 +59,7 @@ def load_test(path: Path) -> SeatTest:
     return SeatTest(path.stem, *sets)
 
 
-def available(raw_dir: str | Path | None = None) -> dict[str, Path]:
+def available(raw_dir: str | Path) -> dict[str, Path]:
     """Test name -> file, for every SEAT/WEAT test in the data (sorted by name)."""
     root = dataset_dir(DATASET, raw_dir)
     found = {p.stem: p for folder in FOLDERS for p in sorted((root / folder).glob("*.jsonl"))}
@@ -68,7 +68,7 @@ def available(raw_dir: str | Path | None = None) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def load_tests(names: list[str] | None = None, raw_dir: str | Path | None = None) -> list[SeatTest]:
+def load_tests(names: list[str] | None, raw_dir: str | Path) -> list[SeatTest]:
     """The named tests (all when ``names`` is empty or None)."""
     files = available(raw_dir)
     if names:
@@ -79,7 +79,7 @@ def load_tests(names: list[str] | None = None, raw_dir: str | Path | None = None
     return [load_test(p) for p in files.values()]
 
 
-def load_attribute_words(raw_dir: str | Path | None = None) -> dict[str, list[list[str]]]:
+def load_attribute_words(raw_dir: str | Path) -> dict[str, list[list[str]]]:
     """bias-bench's counterfactual attribute words: {"gender": [[male, female], ...], "religion": ..., "race": ...}."""
     path = require_file(dataset_dir(DATASET, raw_dir) / "bias-bench_extra" / "bias_attribute_words.json", DATASET)
     try:
@@ -91,7 +91,7 @@ def load_attribute_words(raw_dir: str | Path | None = None) -> dict[str, list[li
     return obj
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     tests = load_tests(None, raw_dir)
     load_attribute_words(raw_dir)
     return {"tests": len(tests)}

@@ -30,7 +30,7 @@ def _check_year(year: str) -> None:
         raise ValueError(f"unknown TREC DL year {year!r}; expected one of {YEARS}")
 
 
-def load_candidates(year: Year = "dl19", raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_candidates(year: Year, raw_dir: str | Path) -> pd.DataFrame:
     _check_year(year)
     path = require_file(dataset_dir(DATASET, raw_dir) / f"retrieve_results_bm25_{year}.json", DATASET)
     try:
@@ -51,7 +51,7 @@ def load_candidates(year: Year = "dl19", raw_dir: str | Path | None = None) -> p
     return pd.DataFrame(rows)
 
 
-def load_qrels(year: Year = "dl19", raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_qrels(year: Year, raw_dir: str | Path) -> pd.DataFrame:
     _check_year(year)
     path = require_file(dataset_dir(DATASET, raw_dir) / f"qrels.{year}-passage.txt", DATASET)
     df = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "q0", "docid", "relevance"], dtype=str)
@@ -62,7 +62,7 @@ def load_qrels(year: Year = "dl19", raw_dir: str | Path | None = None) -> pd.Dat
     return df.assign(relevance=df["relevance"].astype(int))[["qid", "docid", "relevance"]]
 
 
-def load_topics(year: Year = "dl19", raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_topics(year: Year, raw_dir: str | Path) -> pd.DataFrame:
     _check_year(year)
     path = require_file(dataset_dir(DATASET, raw_dir) / _TOPICS[year], DATASET)
     rows = []
@@ -81,7 +81,7 @@ def judged_queries(candidates: pd.DataFrame, qrels: pd.DataFrame) -> list[str]:
     return sorted(rel["qid"].unique(), key=lambda q: (len(q), q))
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     out: dict[str, int] = {}
     for y in YEARS:
         out[f"retrieve_results_bm25_{y}.json"] = len(load_candidates(y, raw_dir))

@@ -17,7 +17,7 @@ FILE = "selected_topics_22.txt"
 SPLIT_SEED = 20220503
 
 
-def load(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load(raw_dir: str | Path) -> pd.DataFrame:
     path = require_file(dataset_dir(DATASET, raw_dir) / FILE, DATASET)
     topics = [t.strip() for t in path.read_text(encoding="utf-8").splitlines()]
     for i, t in enumerate(topics, 1):
@@ -31,5 +31,5 @@ def load(raw_dir: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame({"topic": topics, "split": ["train" if t in train else "eval" for t in topics]})
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     return {FILE: len(load(raw_dir))}

@@ -15,7 +15,7 @@ DATASET = "twinviews_13k"
 FILE = "twinviews-13k.csv"
 
 
-def load(raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load(raw_dir: str | Path) -> pd.DataFrame:
     path = dataset_dir(DATASET, raw_dir) / FILE
     df = read_csv(path, DATASET, dtype=str, keep_default_na=False)
     require_columns(df, ("l", "r", "topic"), path, DATASET)
@@ -29,5 +29,5 @@ def exclude_pairs(twin: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame:
     return twin[~(twin["left"].isin(used) | twin["right"].isin(used))].reset_index(drop=True)
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
+def validate(raw_dir: str | Path) -> dict[str, int]:
     return {FILE: len(load(raw_dir))}

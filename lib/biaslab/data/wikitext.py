@@ -48,7 +48,7 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-def load_paragraphs(splits: tuple[str, ...] = ("valid", "test"), raw_dir: str | Path | None = None) -> pd.DataFrame:
+def load_paragraphs(splits: tuple[str, ...], raw_dir: str | Path) -> pd.DataFrame:
     rows: list[dict] = []
     n_articles = 0
     for split in splits:
@@ -78,8 +78,8 @@ def load_paragraphs(splits: tuple[str, ...] = ("valid", "test"), raw_dir: str | 
     return df
 
 
-def load_sentences(splits: tuple[str, ...] = ("valid", "test"), raw_dir: str | Path | None = None,
-                   min_words: int = 6) -> pd.DataFrame:
+def load_sentences(splits: tuple[str, ...], raw_dir: str | Path,
+                   min_words: int) -> pd.DataFrame:
     """One row per sentence of at least ``min_words`` words (``article_id``, ``paragraph``, ``sentence``)."""
     para = load_paragraphs(splits, raw_dir)
     rows = [{"article_id": a, "paragraph": p, "sentence": s}
@@ -88,6 +88,6 @@ def load_sentences(splits: tuple[str, ...] = ("valid", "test"), raw_dir: str | P
     return pd.DataFrame(rows)
 
 
-def validate(raw_dir: str | Path | None = None) -> dict[str, int]:
-    para = load_paragraphs(raw_dir=raw_dir)
+def validate(raw_dir: str | Path) -> dict[str, int]:
+    para = load_paragraphs(tuple(FILES), raw_dir)
     return {f: int((para["split"] == s).sum()) for s, f in FILES.items()}

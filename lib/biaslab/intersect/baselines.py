@@ -38,7 +38,7 @@ def to_multi_hot(label_sets: Sequence[Sequence[str]], space: Sequence[str]) -> n
     return out
 
 
-def decode(probs: np.ndarray, space: Sequence[str], threshold: float = 0.5) -> list[list[str]]:
+def decode(probs: np.ndarray, space: Sequence[str], threshold: float) -> list[list[str]]:
     """Probabilities -> label sets (``unbiased`` exclusive when most probable; never empty)."""
     out = []
     for row in probs:
@@ -51,18 +51,18 @@ def decode(probs: np.ndarray, space: Sequence[str], threshold: float = 0.5) -> l
     return out
 
 
+PREDICT_BATCH = 32  # inference batch of the classifiers (speed only)
+
 class MultiLabelClassifier:
     """Fine-tune ``AutoModelForSequenceClassification`` (multi-label) with the HF ``Trainer``."""
 
-    def __init__(self, backbone: str, space: Sequence[str], *, loss: str = "bce", tau: float = 0.7,
-                 device: str = "auto", max_length: int = 256):
+    def __init__(self, backbone_dir, space: Sequence[str], *, loss: str, tau: float, device: str, max_length: int):
+        """``backbone_dir``: the encoder's folder (``models.preflight``); ``loss``: bce | soft_hamming."""
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        from ..models import resolve
 
         if loss not in ("bce", "soft_hamming"):
             raise ValueError(f"unknown classifier loss {loss!r}: use bce or soft_hamming")
-        folder = resolve(backbone)
+        folder = backbone_dir
         self.space, self.loss, self.tau, self.max_length = list(space), loss, tau, max_length
         self.device = select_device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -79,8 +79,8 @@ class MultiLabelClassifier:
             data["labels"] = to_multi_hot(labels, self.space).tolist()
         return Dataset.from_dict(data)
 
-    def fit(self, texts, labels, *, epochs: int = 3, batch_size: int = 16, learning_rate: float = 2e-5,
-            patience: int | None = None, val_fraction: float = 0.1, seed: int = 42) -> dict:
+    def fit(self, texts, labels, *, epochs: int, batch_size: int, learning_rate: float,
+            patience: int | None, val_fraction: float, seed: int) -> dict:
         import tempfile
 
         from transformers import DataCollatorWithPadding, EarlyStoppingCallback, Trainer, TrainingArguments
@@ -124,7 +124,7 @@ class MultiLabelClassifier:
             result = trainer.train()
         return {"train_loss": float(result.training_loss), "epochs_run": float(trainer.state.epoch or 0)}
 
-    def predict_proba(self, texts, batch_size: int = 32) -> np.ndarray:
+    def predict_proba(self, texts, batch_size: int) -> np.ndarray:
         import torch
 
         self.model.eval()
@@ -136,8 +136,8 @@ class MultiLabelClassifier:
                 out.append(torch.sigmoid(self.model(**enc).logits).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, len(self.space)), np.float32)
 
-    def predict(self, texts, threshold: float = 0.5) -> list[list[str]]:
-        return decode(self.predict_proba(list(texts)), self.space, threshold)
+    def predict(self, texts, threshold: float) -> list[list[str]]:
+        return decode(self.predict_proba(list(texts), PREDICT_BATCH), self.space, threshold)
 
 
 def parse_llm_labels(answer: str, space: Sequence[str]) -> list[str]:
@@ -155,3 +155,19 @@ def zero_shot(llm, gen, texts: Sequence[str], categories: Sequence[str], space: 
     answers = llm.generate([prompts.CLASSIFY_USER.format(text=t) for t in texts], gen, system=system,
                            task="intersect.zero_shot")
     return [parse_llm_labels(a, space) for a in answers]
+
+
+def test_scores(model: str, corpus: str, subset: str, rows: pd.DataFrame, preds: Sequence[Sequence[str]]) -> list[dict]:
+    """In-domain Jaccard / exact match of ``preds`` (one label set per row of ``rows``) on each test set the rows
+    flag (``test_seen``, ``test_unseen``, ``test_all``; gold labels in ``labels``): one record per test set."""
+    from ..metrics.detection import mean_scores
+    from .evaluate import TEST_SETS
+
+    out = []
+    for col, name in TEST_SETS.items():
+        mask = rows[col].to_numpy()
+        trues = [list(t) for t, m in zip(rows["labels"], mask, strict=True) if m]
+        out.append({"model": model, "train_corpus": corpus, "subset": subset, "test_corpus": corpus,
+                    "domain": "in-domain", "test_set": name,
+                    **mean_scores(trues, [p for p, m in zip(preds, mask, strict=True) if m])})
+    return out

@@ -25,8 +25,8 @@ import pandas as pd
 from ..index import DenseIndex
 
 
-def aggregate(labels: Sequence[str], sims: Sequence[float] | None = None, *, method: str = "share",
-              threshold: float = 0.2, top_m: int = 2, weighted: bool = False) -> list[str]:
+def aggregate(labels: Sequence[str], sims: Sequence[float] | None = None, *, method: str,
+              threshold: float, top_m: int, weighted: bool) -> list[str]:
     """Predicted label set from the labels (and similarities) of the retrieved sentences, best first."""
     if not len(labels):
         return ["unbiased"]
@@ -64,7 +64,7 @@ class Detector:
     def retrieve(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.index.search(self.encoder.encode(list(texts)), k)
 
-    def detect(self, texts: Sequence[str], k: int = 15, **agg) -> list[Detection]:
+    def detect(self, texts: Sequence[str], k: int, **agg) -> list[Detection]:
         sims, ids = self.retrieve(texts, k)
         labels = self.reference["label"].to_numpy()
         text = self.reference["text"].to_numpy()
@@ -80,10 +80,8 @@ def predictions_over_k(labels_topk: np.ndarray, sims_topk: np.ndarray, ks: Seque
             for k in ks}
 
 
-def detect_texts(texts: Sequence[str], model, reference: pd.DataFrame, k: int = 15, **agg) -> list[Detection]:
-    """One call: ``model`` is a trained retriever folder, a registered name or an :class:`~biaslab.embed.Encoder`;
-    ``reference`` a frame with ``text`` and ``label``. Returns labels plus the top-k evidence per text."""
-    from ..embed import Encoder
-
-    enc = model if hasattr(model, "encode") and not isinstance(model, str) else Encoder(str(model))
-    return Detector(enc, reference).detect(texts, k=k, **agg)
+def detect_texts(texts: Sequence[str], encoder, reference: pd.DataFrame, k: int, **agg) -> list[Detection]:
+    """One call: ``encoder`` an :class:`~biaslab.embed.Encoder` of a trained retriever (or any bi-encoder);
+    ``reference`` a frame with ``text`` and ``label``; ``agg`` the aggregation of :func:`aggregate`. Returns labels
+    plus the top-k evidence per text."""
+    return Detector(encoder, reference).detect(texts, k=k, **agg)

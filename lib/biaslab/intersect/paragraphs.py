@@ -120,7 +120,7 @@ def check_categories(ref: pd.DataFrame, categories: Sequence[str], corpus: str) 
 
 
 def build_paragraphs(ref: pd.DataFrame, *, corpus: str, categories: Sequence[str], n_biased: int, n_unbiased: int,
-                     llm, gen, encoder, pool_size: int = 8, seed: int = 0) -> pd.DataFrame:
+                     llm, gen, encoder, pool_size: int, seed: int) -> pd.DataFrame:
     """``n_biased`` paragraphs spread evenly over ``categories`` (remainder to the first ones) and
     ``n_unbiased`` unbiased paragraphs with contexts drawn uniformly from ``categories``."""
     cats = check_categories(ref, categories, corpus)

@@ -67,7 +67,7 @@ def _generator(llm) -> str:
     return f"{llm.backend}:{llm.model}"
 
 
-def build_indi_reference(pairs: pd.DataFrame, llm, gen, *, n_unbiased: int = 140, seed: int = 0) -> pd.DataFrame:
+def build_indi_reference(pairs: pd.DataFrame, llm, gen, *, n_unbiased: int, seed: int) -> pd.DataFrame:
     """``pairs``: :func:`biaslab.data.indibias.load`. Returns the reference corpus (columns :data:`COLUMNS`)."""
     labels = pairs["bias_type"].str.lower().tolist()
     p = [prompts.DISTILL_BIASED.format(bias_type=b, modified_eng_sent_more=m, modified_eng_sent_less=l_)
@@ -88,7 +88,7 @@ def build_indi_reference(pairs: pd.DataFrame, llm, gen, *, n_unbiased: int = 140
     return _finish(pd.concat([ref, unb], ignore_index=True), "indi", _generator(llm))
 
 
-def sample_sbic_biased(posts: pd.DataFrame, caps: Mapping[str, int], seed: int = 0) -> pd.DataFrame:
+def sample_sbic_biased(posts: pd.DataFrame, caps: Mapping[str, int], seed: int) -> pd.DataFrame:
     """Biased posts per category, in the order of ``caps`` (paper's Table 3 order), each post used once."""
     rng = np.random.default_rng(seed)
     biased = posts[posts["biased"]].reset_index(drop=True)
@@ -103,7 +103,9 @@ def sample_sbic_biased(posts: pd.DataFrame, caps: Mapping[str, int], seed: int =
     return pd.DataFrame(rows, columns=["text", "label", "source"])
 
 
-def nearest_unused(queries: np.ndarray, candidates: np.ndarray, k: int = 50) -> np.ndarray:
+NEAREST_K = 50  # neighbours searched per post before falling back to a full scan (speed only, same result)
+
+def nearest_unused(queries: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:
     """For each query row, the most similar candidate row not already taken (greedy, in query order)."""
     from ..index import DenseIndex
 
@@ -121,8 +123,8 @@ def nearest_unused(queries: np.ndarray, candidates: np.ndarray, k: int = 50) -> 
     return out
 
 
-def build_sbic_reference(posts: pd.DataFrame, llm, gen, *, caps: Mapping[str, int], n_unbiased: int = 1700,
-                         seed: int = 0, encoder=None, max_offensive: float = 0.5) -> pd.DataFrame:
+def build_sbic_reference(posts: pd.DataFrame, llm, gen, *, caps: Mapping[str, int], n_unbiased: int,
+                         seed: int, encoder=None, max_offensive: float) -> pd.DataFrame:
     """``posts``: SBIC dev + test aggregates with columns of :func:`biaslab.data.sbic.load` plus ``split`` and
     ``row``. ``encoder`` (a :class:`biaslab.embed.Encoder`) is needed for the offline counterparts."""
     biased = sample_sbic_biased(posts, caps, seed)
@@ -135,7 +137,7 @@ def build_sbic_reference(posts: pd.DataFrame, llm, gen, *, caps: Mapping[str, in
             raise ValueError("the offline SBIC rewrite needs an encoder to find the closest unbiased post")
         neutral = posts[~posts["biased"] & (posts["offensive"] < max_offensive)]["post"].map(clean)
         neutral = neutral[neutral.str.len() > 0].drop_duplicates().tolist()
-        idx = nearest_unused(encoder.encode(chosen["text"].tolist()), encoder.encode(neutral))
+        idx = nearest_unused(encoder.encode(chosen["text"].tolist()), encoder.encode(neutral), NEAREST_K)
         counterparts = [neutral[i] for i in idx]
     p = [prompts.REWRITE_UNBIASED.format(bias_type=b, sentence=t) for t, b in zip(chosen["text"], chosen["label"],
                                                                                   strict=True)]

@@ -22,8 +22,8 @@ from .paragraphs import canonical
 SETS = ("train", "test_seen", "test_unseen", "test_all")
 
 
-def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], *, seen_train: float = 0.8,
-                unbiased_train: float = 0.7, seed: int = 0) -> pd.DataFrame:
+def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], *, seen_train: float,
+                unbiased_train: float, seed: int) -> pd.DataFrame:
     """Long table: one row per (subset, paragraph) with boolean columns :data:`SETS`."""
     cats = set(paragraphs["category"]) - {"unbiased"}
     unb = paragraphs.loc[paragraphs["category"] == "unbiased", "paragraph_id"]

@@ -55,7 +55,7 @@ class RankedPools:
 
 
 def mine(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools, *, k: int,
-         unbiased_negative_share: float = 0.0, seed: int = 0) -> pd.DataFrame:
+         unbiased_negative_share: float, seed: int) -> pd.DataFrame:
     """Semantic-retrieval triplets (SR-k); ``unbiased_negative_share`` = 0.2 gives SR-k-UN."""
     rng = np.random.default_rng(seed)
     labels = pools.label
@@ -134,7 +134,7 @@ def _paraphrase_offline(inputs: Mapping) -> str:
 
 def llm_triplets(paragraphs: pd.DataFrame, ref: pd.DataFrame, pools: RankedPools, llm, gen, *,
                  attribute_words: Mapping, para_vecs: np.ndarray, ref_vecs: np.ndarray, per_strategy: int,
-                 seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The four App. A.4 strategies, up to ``per_strategy`` triplets each. Returns (triplets, counts)."""
     rng = np.random.default_rng(seed)
     text = pools.ref["text"].to_numpy()

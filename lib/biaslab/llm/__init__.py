@@ -13,13 +13,14 @@ Backends (``llm.backend`` in params.yaml):
 Every backend is wrapped by :class:`~biaslab.llm.cache.CachedLLM`: responses are stored under a key of
 (backend, model, messages, generation parameters[, task inputs]), so reruns are free and deterministic.
 
-    from biaslab.llm import from_params, gen_params
-    llm = from_params(P.llm)
+    from biaslab import llm as llm_layer, models
+    dirs = models.preflight(llm_layer.needs_model(P.llm), P.models)
+    llm = llm_layer.from_params(P.llm, device=P.common.device, model_dirs=dirs)
     [answer] = llm.generate(["Rewrite without bias: ..."], gen_params(P.llm, P.common.seed),
                             task="rewrite_unbiased", inputs=[{...}])
 """
 
 from .base import LLM, GenParams, LLMError
-from .factory import from_params, gen_params, make
+from .factory import from_params, gen_params, make, needs_model
 
-__all__ = ["LLM", "GenParams", "LLMError", "from_params", "gen_params", "make"]
+__all__ = ["LLM", "GenParams", "LLMError", "from_params", "gen_params", "make", "needs_model"]

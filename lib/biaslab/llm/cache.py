@@ -67,7 +67,7 @@ class ScoreCache:
     """On-disk cache of numeric model outputs (log-probabilities of answer options and the like), keyed by
     everything that determines them: ``(model, kind, prompt, options)``. One SQLite file per purpose."""
 
-    def __init__(self, name: str = "scores", path: Path | None = None):
+    def __init__(self, name: str, path: Path | None = None):
         self.path = path or cache_dir() / "llm" / f"{name}.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60)

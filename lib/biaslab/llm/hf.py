@@ -1,4 +1,4 @@
-"""A local causal LM through transformers (default: SmolLM2-135M-Instruct from its package)."""
+"""A local causal LM through transformers (offline: SmolLM2-135M-Instruct from its package)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from .base import LLM, GenParams
 class TransformersLM(LLM):
     backend = "transformers"
 
-    def __init__(self, model: str = "smollm2-135m-instruct", device: str = "auto", batch_size: int = 8,
-                 dtype: str = "float32"):
+    def __init__(self, model: str, folder, *, device: str, batch_size: int, dtype: str = "float32"):
+        """``model``: the registry name (it keys the response cache); ``folder``: its loadable weights, as
+        ``models.preflight`` returns them."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from ..models import causal_lm_dir
-
-        folder = causal_lm_dir(model)
         self.model = model
         self.device = select_device(device)
         self.batch_size = batch_size

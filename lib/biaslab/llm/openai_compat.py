@@ -14,8 +14,8 @@ LOOPBACK = ("localhost", "127.0.0.1", "::1")
 class OpenAICompatible(LLM):
     backend = "openai"
 
-    def __init__(self, model: str, base_url: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
-                 max_retries: int = 2):
+    def __init__(self, model: str, base_url: str, api_key_env: str, timeout: float,
+                 max_retries: int):
         try:
             import openai
         except ImportError:

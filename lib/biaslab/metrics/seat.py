@@ -65,8 +65,8 @@ def _statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return x.sum(axis=axis) - y.sum(axis=axis)
 
 
-def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int = 100_000,
-                        exact_limit: int = 100_000, seed: int = 0) -> tuple[float, str, int, int]:
+def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int,
+                        exact_limit: int, seed: int) -> tuple[float, str, int, int]:
     """One-sided p-value that X associates with A more than Y does. Returns (p, method, C, n evaluated)."""
     s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
     n_partitions = comb(len(s_x) + len(s_y), len(s_x))
@@ -81,13 +81,13 @@ def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int = 10
         n_partitions if exact else n_samples)
 
 
-def fairness_score(es: float, e_max: float = 2.0) -> float:
+def fairness_score(es: float, e_max: float) -> float:
     """ragfair eq. 3: 1 − |ES| / E_max (1 = no measured association)."""
     return 1.0 - abs(es) / e_max
 
 
-def seat(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, *, n_samples: int = 100_000,
-         exact_limit: int = 100_000, e_max: float = 2.0, seed: int = 0) -> SeatResult:
+def seat(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray, *, n_samples: int,
+         exact_limit: int, e_max: float, seed: int) -> SeatResult:
     """The full test on embeddings of the four sets."""
     s_x, s_y = association(X, A, B), association(Y, A, B)
     es = effect_size(s_x, s_y)

@@ -27,7 +27,7 @@ import pandas as pd
 from . import prompts
 
 
-def subsample(docs: Sequence[str], n: int, seed: int = 0) -> list[str]:
+def subsample(docs: Sequence[str], n: int, seed: int) -> list[str]:
     """A seeded sample of ``n`` documents in their original order (all when ``n`` is 0 or not smaller)."""
     docs = list(docs)
     if not n or n >= len(docs):
@@ -43,7 +43,7 @@ def steered_queries(task: str, query: str) -> list[tuple[str, str]]:
 
 
 def retrieve_candidates(encoder, task: str, queries: Sequence[str], corpora: Mapping[str, Sequence[str]],
-                        top_k: int = 3) -> pd.DataFrame:
+                        top_k: int) -> pd.DataFrame:
     """``query, corpus, variant, rank, text`` for the top-``top_k`` of every corpus under every query variant;
     a document found by several variants is listed once per (query, corpus), under its first variant."""
     from ..index import DenseIndex

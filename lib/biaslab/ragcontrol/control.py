@@ -46,7 +46,7 @@ def boltzmann(scores: np.ndarray, tau: float) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def sample(probs: np.ndarray, seed: int = 0) -> np.ndarray:
+def sample(probs: np.ndarray, seed: int) -> np.ndarray:
     """One draw per row (column index), seeded — for a reader that sees a single sampled document."""
     rng = np.random.default_rng(seed)
     cum = np.cumsum(probs, axis=1)

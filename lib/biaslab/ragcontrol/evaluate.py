@@ -105,7 +105,7 @@ class Reranker:
     :func:`load_beir`): passages and queries are encoded once, and :meth:`ndcg` scores any number of query maps
     (the projection sweep changes only the queries) with ``ir_measures``' nDCG@k over the judged queries."""
 
-    def __init__(self, encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int = 10):
+    def __init__(self, encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int):
         judged = set(qrels["qid"])
         cand = candidates[candidates["qid"].isin(judged)]
         if cand.empty:
@@ -133,7 +133,7 @@ class Reranker:
         return float(ir_measures.calc_aggregate([nDCG @ self.k], self.qrels, run)[nDCG @ self.k])
 
 
-def rerank_ndcg(encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int = 10,
+def rerank_ndcg(encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int,
                 query_transform: Callable[[np.ndarray], np.ndarray] | None = None) -> float:
     """nDCG@k of one encoder (and optional query map) re-ranking ``candidates``; see :class:`Reranker`, which
     encodes once for several query maps."""

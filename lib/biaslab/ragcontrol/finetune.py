@@ -28,8 +28,8 @@ import pandas as pd
 from ..train import encoder_layers, transformer
 
 
-def training_rows(cands: pd.DataFrame, max_positives: int = 10, max_negatives: int = 10, *,
-                  pad_negatives_with_neutral: bool = False, seed: int = 0) -> pd.DataFrame:
+def training_rows(cands: pd.DataFrame, max_positives: int, max_negatives: int, *,
+                  pad_negatives_with_neutral: bool, seed: int) -> pd.DataFrame:
     """One trainer row per query from ``cands`` (columns ``query, text, role`` with role positive / negative /
     neutral). Up to ``max_positives`` positives and ``max_negatives`` negatives are sampled per query (public
     code: 10 each); with ``pad_negatives_with_neutral`` (the public code does this for GenderBias-QA) neutral
@@ -99,7 +99,7 @@ def embed_documents(model, doc_features: list[dict], skip_below: int = 3):
     return out.index_put((rows, cols), emb)
 
 
-def reverse_bias_loss(st_model, scale: float = 50.0):
+def reverse_bias_loss(st_model, scale: float):
     """A sentence-transformers loss over (query, doc_0 … doc_{M−1}) with the label column as the role mask."""
     from torch import nn
 
@@ -121,24 +121,18 @@ def reverse_bias_loss(st_model, scale: float = 50.0):
     return ReverseBiasLoss(st_model)
 
 
-def train(base: str, rows: pd.DataFrame, out_dir: Path, *, freeze_layers: int = 0, epochs: int = 5,
-          batch_size: int = 8, learning_rate: float = 3e-5, weight_decay: float = 0.01, warmup_steps: int = 10,
-          scale: float = 50.0, max_seq_length: int | None = 128, seed: int = 0, device: str = "auto",
-          run_config: dict | None = None) -> tuple[Path, dict]:
-    """Fine-tune ``base`` on :func:`training_rows` and save it atomically; returns (folder, summary)."""
+def train(base_dir, rows: pd.DataFrame, out_dir: Path, *, freeze_layers: int, epochs: int, batch_size: int,
+          learning_rate: float, weight_decay: float, warmup_steps: int, scale: float, max_seq_length: int | None,
+          seed: int, device: str, record: dict) -> tuple[Path, dict]:
+    """Fine-tune the base embedder in ``base_dir`` on :func:`training_rows` and save it atomically with ``record``
+    (e.g. the base model's name and the run's identity); returns (folder, summary)."""
     from datasets import Dataset
 
-    from ..models import load_sentence_transformer
-    from ..runtime import seed_everything, select_device
-    from ..train import fit, save_model_atomically
+    from ..train import finish, fit, start
 
     if rows.empty:
         raise ValueError("no training rows: no training question has both a positive and a negative candidate")
-    seed_everything(seed)
-    dev = select_device(device)
-    model = load_sentence_transformer(base, dev)
-    if max_seq_length:
-        model.max_seq_length = max_seq_length
+    model, dev = start(base_dir, seed=seed, device=device, max_seq_length=max_seq_length)
     n_trainable = freeze_partial(model, freeze_layers)
     cols = ["query", *[c for c in rows.columns if c.startswith("doc_")], "label"]
     data = Dataset.from_pandas(rows[cols].reset_index(drop=True), preserve_index=False)
@@ -146,26 +140,23 @@ def train(base: str, rows: pd.DataFrame, out_dir: Path, *, freeze_layers: int = 
                         learning_rate=learning_rate, warmup=int(warmup_steps), seed=seed, device=dev,
                         no_duplicates=False, weight_decay=weight_decay, max_grad_norm=1.0, optim="adamw_torch")
     labels = np.array(rows["label"].tolist())
-    summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step), "queries": len(rows),
-               "positives_per_query": float((labels > 0).sum(1).mean()),
-               "negatives_per_query": float((labels < 0).sum(1).mean()),
-               "trainable_parameters": int(n_trainable), "loss_curve": curve}
-    run = {"base": base, "freeze_layers": freeze_layers, "epochs": epochs, "batch_size": batch_size,
+    run = {"freeze_layers": freeze_layers, "epochs": epochs, "batch_size": batch_size,
            "learning_rate": learning_rate, "weight_decay": weight_decay, "warmup_steps": warmup_steps,
-           "scale": scale, "max_seq_length": max_seq_length, "seed": seed, "device": dev, **(run_config or {}),
-           "summary": summary}
-    return save_model_atomically(model, out_dir, run), summary
+           "scale": scale, "max_seq_length": max_seq_length, "seed": seed, "device": dev, **record}
+    return finish(model, out_dir, result, curve, record=run, queries=len(rows),
+                  positives_per_query=float((labels > 0).sum(1).mean()),
+                  negatives_per_query=float((labels < 0).sum(1).mean()), trainable_parameters=int(n_trainable))
 
 
-def wise_models(base: str, fine_tuned: str | Path, merges: Sequence[float], device: str | None = None
+def wise_models(base_dir, fine_tuned: str | Path, merges: Sequence[float], *, device: str
                 ) -> Iterator[tuple[float, object]]:
     """(m, model) for each WiSE-FT mixing weight, reusing one model object (encode before asking for the next)."""
     from ..models import load_sentence_transformer
     from ..train import interpolate_weights
 
-    base_state = {k: v.detach().clone() for k, v in transformer(load_sentence_transformer(base, device))
+    base_state = {k: v.detach().clone() for k, v in transformer(load_sentence_transformer(base_dir, device))
                   .state_dict().items()}
-    model = load_sentence_transformer(str(fine_tuned), device)
+    model = load_sentence_transformer(fine_tuned, device)
     ft_state = {k: v.detach().clone() for k, v in transformer(model).state_dict().items()}
     for m in merges:
         transformer(model).load_state_dict(ft_state)

@@ -113,6 +113,16 @@ class PoliticsLookupJudge:
         return cons, lib
 
 
+def from_spec(spec: Mapping) -> GenderLexiconJudge | PoliticsLookupJudge:
+    """The offline judge a JSON spec describes (``{"kind": "gender", "first_names": ...}`` or ``{"kind": "politics",
+    "sides": ...}``, as the data stage writes it)."""
+    if spec.get("kind") == "gender":
+        return GenderLexiconJudge(spec["first_names"])
+    if spec.get("kind") == "politics":
+        return PoliticsLookupJudge(spec["sides"])
+    raise ValueError(f"unknown judge spec kind {spec.get('kind')!r}: expected gender or politics")
+
+
 _JUDGES: dict[str, object] = {}  # the offline rules answer with these (set by :func:`register_offline`)
 
 

@@ -59,11 +59,12 @@ class OptionScorer:
     """Scores answer options under a local causal LM (transformers), batched, left-padded with correct position
     ids, every score cached on disk (:class:`biaslab.llm.cache.ScoreCache`)."""
 
-    def __init__(self, model: str = "smollm2-135m-instruct", device: str = "auto", batch_size: int = 8,
-                 cache: bool = True):
+    def __init__(self, model: str, folder, *, device: str, batch_size: int, cache: bool):
+        """``model``: the registry name (it keys the score cache); ``folder``: its weights as ``models.preflight``
+        returns them."""
         from ..llm.hf import TransformersLM
 
-        self._lm = TransformersLM(model, device=device, batch_size=batch_size)
+        self._lm = TransformersLM(model, folder, device=device, batch_size=batch_size)
         self.model, self.tokenizer, self.net = model, self._lm.tokenizer, self._lm.lm
         self.batch_size = batch_size
         self.cache = ScoreCache("reader_scores") if cache else None
@@ -189,17 +190,21 @@ class OptionScorer:
 _LETTER = re.compile(r"\b(?:choice\s*)?([AB])\b", re.IGNORECASE)
 
 
-def generator(spec, openai_params=None, device: str = "auto"):
+def generator(spec, openai_params, *, device: str, model_dirs: dict | None = None):
     """The cached text generator of one reader (``ragcontrol.readers.<key>``): a local causal LM of the model
-    registry, or the reader's own OpenAI-compatible endpoint — ``spec.name`` is the endpoint's model and
-    ``spec.base_url`` overrides ``llm.openai.base_url`` (the key variable, timeout and retries come from there)."""
-    from ..config import OpenAIParams
+    registry (its folder from ``model_dirs``, what ``models.preflight`` returned), or the reader's own
+    OpenAI-compatible endpoint — ``spec.name`` is the endpoint's model and ``spec.base_url`` overrides
+    ``openai_params.base_url`` (the ``llm.openai`` section: key variable, timeout and retries come from there)."""
     from ..llm import make
 
+    folder = None
     if spec.engine == "openai":
-        base = openai_params or OpenAIParams()
-        openai_params = base.model_copy(update={"model": spec.name, "base_url": spec.base_url or base.base_url})
-    return make(spec.engine, model=spec.name, device=device, openai_params=openai_params)
+        openai_params = openai_params.model_copy(update={"model": spec.name,
+                                                         "base_url": spec.base_url or openai_params.base_url})
+    else:
+        folder = (model_dirs or {}).get(spec.name)
+    return make(spec.engine, model=spec.name, model_dir=folder, cache=True, device=device,
+                openai_params=openai_params)
 
 
 def parse_choice(answer: str) -> str | None:
@@ -209,7 +214,7 @@ def parse_choice(answer: str) -> str | None:
 
 
 def decide(task: str, mode: str, questions, documents: Sequence[str | None], *, scorer: OptionScorer | None = None,
-           llm=None, gen=None, judge=None, max_doc_words: int | None = None) -> list[str | None]:
+           llm=None, gen=None, judge=None, max_doc_words: int | None) -> list[str | None]:
     """The side of each answer (a group name of :data:`.tasks.GROUPS`, or None) for ``questions`` (rows with
     ``question`` and, for PoliticBias-QA, ``left_claim, right_claim, right_first``; for GenderBias-QA likelihood
     mode, ``female_name, male_name``), each shown ``documents[i]`` (None = the no-document prompt)."""

@@ -30,7 +30,7 @@ def check_task(task: str) -> None:
         raise ValueError(f"unknown ragcontrol task {task!r}; expected one of {TASKS}")
 
 
-def questions(task: str, split: str, raw_dir: str | Path | None = None) -> pd.DataFrame:
+def questions(task: str, split: str, raw_dir: str | Path) -> pd.DataFrame:
     """``qid`` (``<split>-<num>``), ``topic``, ``question`` and the answering documents (see module doc)."""
     check_task(task)
     if task == "GenderBias-QA":
@@ -60,7 +60,7 @@ def _answers(task: str, raw_dir, splits: dict[str, pd.DataFrame] | None = None) 
     return pd.DataFrame(rows, columns=["text", "lean", "qid"])
 
 
-def eval_corpus(task: str, raw_dir: str | Path | None = None,
+def eval_corpus(task: str, raw_dir: str | Path,
                 splits: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """``doc_id``, ``text``, ``lean`` (a group name, or ``mixed`` when the text answers for both sides) and
     ``qids`` (the questions whose released documents include this text). ``splits``: the task's splits as

@@ -13,8 +13,8 @@ from ..data import bbq as bbq_data
 from . import bbq_generate
 
 
-def build(categories: Sequence[str], raw_dir: str | Path, work_dir: str | Path, *, seed: int = 0,
-          max_pairs: int = 5) -> pd.DataFrame:
+def build(categories: Sequence[str], raw_dir: str | Path, work_dir: str | Path, *, seed: int,
+          max_pairs: int) -> pd.DataFrame:
     """All ``categories``: the released file when the data has it, else regenerated from the templates (column
     ``source`` says which)."""
     released_dir = Path(raw_dir) / "bbq" / "data"
@@ -42,7 +42,7 @@ def set_keys(bbq: pd.DataFrame) -> pd.Series:
         ["/".join(n) for n in named], index=bbq.index)
 
 
-def sample(bbq: pd.DataFrame, max_rows_per_category: int | None, seed: int = 0) -> pd.DataFrame:
+def sample(bbq: pd.DataFrame, max_rows_per_category: int | None, seed: int) -> pd.DataFrame:
     """At most ``max_rows_per_category`` rows per category, drawn as whole counterfactual groups
     (:func:`set_keys`) in a seeded order, spread over templates; ``None`` or 0 keeps everything."""
     if not max_rows_per_category:
@@ -72,3 +72,12 @@ def sample(bbq: pd.DataFrame, max_rows_per_category: int | None, seed: int = 0) 
                 total += sizes[k]
         keep.append(g[groups.isin(chosen)])
     return pd.concat(keep).reset_index(drop=True)
+
+
+def coverage(bbq: pd.DataFrame) -> pd.DataFrame:
+    """Rows and templates per (category, source), and the templates held out for evaluation (``split == eval``)."""
+    out = bbq.groupby(["category", "source"]).agg(rows=("example_id", "size"),
+                                                   templates=("question_index", "nunique")).reset_index()
+    held = bbq[bbq["split"] == "eval"].groupby(["category", "source"])["question_index"].nunique()
+    out["eval_templates"] = [int(held.get((c, s), 0)) for c, s in zip(out["category"], out["source"], strict=True)]
+    return out

@@ -145,7 +145,7 @@ SUPPORTED = ("Age", "Disability_status", "Gender_identity", "Nationality", "Phys
 
 
 def generate_rows(templates: pd.DataFrame, category: str, vocab: pd.DataFrame, names: pd.DataFrame, *,
-                  seed: int = 0, max_pairs: int = 5, source: str = "templates") -> Iterator[dict]:
+                  seed: int, max_pairs: int, source: str) -> Iterator[dict]:
     """BBQ records (the released JSONL schema) for every usable template row of one category."""
     if category not in SUPPORTED:
         raise TemplateError(f"BBQ category {category!r} cannot be regenerated: the intersectional templates "
@@ -198,8 +198,8 @@ def generate_rows(templates: pd.DataFrame, category: str, vocab: pd.DataFrame, n
                     example_id += 1
 
 
-def regenerate(category: str, out_path: str | Path, raw_dir: str | Path | None = None, *, seed: int = 0,
-               max_pairs: int = 5) -> pd.DataFrame:
+def regenerate(category: str, out_path: str | Path, raw_dir: str | Path, *, seed: int,
+               max_pairs: int) -> pd.DataFrame:
     """Write ``<category>.jsonl`` (released schema) from the templates, then read it back through
     :func:`biaslab.data.bbq.read_file` — the same validation and derived columns as a released file."""
     templates = bbq_data.load_templates(category, raw_dir)

@@ -53,8 +53,8 @@ def seat_sets(bbq: pd.DataFrame) -> list[BBQSeatSets]:
     return out
 
 
-def run(sets: list[BBQSeatSets], encoder, *, n_samples: int = 10_000, exact_limit: int = 100_000,
-        seed: int = 0) -> pd.DataFrame:
+def run(sets: list[BBQSeatSets], encoder, *, n_samples: int, exact_limit: int, e_max: float,
+        seed: int) -> pd.DataFrame:
     """Effect size, permutation p and fairness score (eq. 3) per category."""
     from ..metrics.seat import seat
 
@@ -63,7 +63,7 @@ def run(sets: list[BBQSeatSets], encoder, *, n_samples: int = 10_000, exact_limi
         emb = encoder.encode(s.texts())
         cut = np.cumsum([len(s.X), len(s.Y), len(s.A)])
         X, Y, A, B = np.split(emb, cut)
-        r = seat(X, Y, A, B, n_samples=n_samples, exact_limit=exact_limit, seed=seed)
+        r = seat(X, Y, A, B, n_samples=n_samples, exact_limit=exact_limit, e_max=e_max, seed=seed)
         rows.append({"category": s.category, "effect_size": r.effect_size, "p_value": r.p_value,
                      "p_method": r.p_method, "fairness": r.fairness_score, "n_x": len(s.X), "n_y": len(s.Y), "n_a": len(s.A), "n_b": len(s.B)})
     return pd.DataFrame(rows)

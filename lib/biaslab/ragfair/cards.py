@@ -20,12 +20,12 @@ class Card:
     decisions: dict  # category -> (gold roles, predicted roles) for the bootstrap
 
 
-def load_checkpoint(run: str | None, base: str, models_dir, device: str):
-    """The sentence-transformers model of a run folder (``None`` = the frozen base model)."""
+def load_checkpoint(run: str | None, base_dir, models_dir, device: str):
+    """The sentence-transformers model of a run folder (``None`` = the frozen base model in ``base_dir``)."""
     from ..models import load_sentence_transformer
 
     if run is None:
-        return load_sentence_transformer(base, device)
+        return load_sentence_transformer(base_dir, device)
     from pathlib import Path
 
     from sentence_transformers import SentenceTransformer
@@ -38,10 +38,14 @@ def load_checkpoint(run: str | None, base: str, models_dir, device: str):
     return SentenceTransformer(str(folder), device=select_device(device))
 
 
-def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_samples: int = 10_000, tau: float = 0.05,
-              folds: int = 5, alphas: Sequence[float] = (0.1, 1.0, 10.0, 100.0), seed: int = 0) -> Card:
-    """Every measurement of one checkpoint on the evaluation rows (and the sent-bias SEAT tests when given)."""
-    cats = bbq_seat.run(bbq_seat.seat_sets(bbq_eval), encoder, n_samples=seat_n_samples, seed=seed)
+def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_samples: int, exact_limit: int,
+              e_max: float, alpha: float, tau: float, folds: int, alphas: Sequence[float], shuffles: int,
+              seed: int) -> Card:
+    """Every measurement of one checkpoint on the evaluation rows (and the sent-bias SEAT tests when given):
+    permutation tests with ``seat_n_samples`` / ``exact_limit`` (ragfair.seat), fairness score with ``e_max`` and
+    significance at ``alpha``; probes as ragfair.probing (``tau``, ``folds``, ridge ``alphas``, ``shuffles``)."""
+    cats = bbq_seat.run(bbq_seat.seat_sets(bbq_eval), encoder, n_samples=seat_n_samples, exact_limit=exact_limit,
+                        e_max=e_max, seed=seed)
     cats = cats.rename(columns={"effect_size": "bbq_seat_es", "p_value": "bbq_seat_p", "fairness": "bbq_seat_fairness"})
     decisions = extrinsic.category_decisions(encoder, bbq_eval)
     ext = extrinsic.extrinsic_bias(encoder, bbq_eval, decisions)[["category", "spd", "eod", "acc_at_1"]]
@@ -49,7 +53,7 @@ def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_sample
     per_cat = cats[["category", "bbq_seat_es", "bbq_seat_abs_es", "bbq_seat_p", "bbq_seat_fairness"]].merge(
         ext, on="category")
     # probing summary: bias at the last layer and its depth trend, probe R² at the last layer
-    probe = probing.probe_all(bbq_eval, encoder, tau=tau, folds=folds, alphas=alphas, seed=seed)
+    probe = probing.probe_all(bbq_eval, encoder, tau=tau, folds=folds, alphas=alphas, shuffles=shuffles, seed=seed)
     last = probe.sort_values("layer").groupby("category").last()
     rho = probing.depth_trend(probe).set_index("category")["spearman_rho"]
     per_cat = per_cat.merge(pd.DataFrame({"probe_bias_last": last["bias_mean"], "probe_r2_last": last["r2"],
@@ -66,10 +70,11 @@ def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_sample
     if seat_tests:
         from .seat_audit import run_seat_tests
 
-        st = run_seat_tests(seat_tests, encoder, n_samples=seat_n_samples, seed=seed)
+        st = run_seat_tests(seat_tests, encoder, n_samples=seat_n_samples, exact_limit=exact_limit, e_max=e_max,
+                            alpha=alpha, seed=seed)
         summary.update({"seat_fairness": float(st["fairness_score"].mean()),
                         "seat_abs_es": float(st["effect_size"].abs().mean()),
-                        "seat_significant": int((st["p_value"] < 0.05).sum())})
+                        "seat_significant": int((st["p_value"] < alpha).sum())})
     return Card(summary, per_cat, decisions)
 
 

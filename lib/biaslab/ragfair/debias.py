@@ -172,28 +172,23 @@ def finalize(st_model, base_state: dict, cfg: MethodConfig) -> None:
         p.requires_grad_(True)
 
 
-def train(base: str, pairs, out_dir, cfg: MethodConfig, *, epochs: int = 3, batch_size: int = 16,
-          learning_rate: float = 1e-5, warmup_ratio: float = 0.1, max_grad_norm: float = 1.0, seed: int = 42,
-          device: str = "auto", max_seq_length: int | None = 128, run_config: dict | None = None):
-    """Train one recipe on ``pairs`` (columns ``COLUMNS``) and save the merged checkpoint atomically.
+def train(base_dir, pairs, out_dir, cfg: MethodConfig, *, epochs: int, batch_size: int, learning_rate: float,
+          warmup_ratio: float, max_grad_norm: float, seed: int, device: str, max_seq_length: int | None,
+          record: dict):
+    """Train one recipe on ``pairs`` (columns ``COLUMNS``) from the base encoder in ``base_dir`` and save the merged
+    checkpoint atomically, with ``record`` (e.g. the base model's name and the run's identity).
 
     Returns (folder, summary). ``cfg.trains`` must be true (head masking alone needs no training)."""
     from datasets import Dataset
 
-    from ..models import load_sentence_transformer
-    from ..runtime import seed_everything, select_device
-    from ..train import fit, save_model_atomically
+    from ..train import finish, fit, start
 
     if not cfg.trains:
         raise ValueError("this recipe trains nothing (set lora and/or wiseft)")
     missing = [c for c in COLUMNS if c not in pairs.columns]
     if missing:
         raise ValueError(f"training pairs lack columns {missing}; expected {list(COLUMNS)}")
-    seed_everything(seed)
-    dev = select_device(device)
-    model = load_sentence_transformer(base, dev)
-    if max_seq_length:
-        model.max_seq_length = max_seq_length
+    model, dev = start(base_dir, seed=seed, device=device, max_seq_length=max_seq_length)
     base_state = {k: v.detach().clone() for k, v in transformer(model).state_dict().items()}
     n_trainable = prepare(model, cfg)
     loss = fair_contrastive_loss(model, cfg)
@@ -202,13 +197,11 @@ def train(base: str, pairs, out_dir, cfg: MethodConfig, *, epochs: int = 3, batc
                         warmup=warmup_ratio, seed=seed, device=dev, max_grad_norm=max_grad_norm,
                         optim="adamw_torch")
     finalize(model, base_state, cfg)
-    summary = {"train_loss": float(result.training_loss), "steps": int(result.global_step),
-               "trainable_parameters": int(n_trainable), "pairs": len(data), "last_terms": loss.last,
-               "loss_curve": curve}
-    run = {"base": base, "method": cfg.__dict__ | {"lora_targets": list(cfg.lora_targets)}, "epochs": epochs,
+    run = {"method": cfg.__dict__ | {"lora_targets": list(cfg.lora_targets)}, "epochs": epochs,
            "batch_size": batch_size, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
-           "max_grad_norm": max_grad_norm, "seed": seed, "device": dev, **(run_config or {}), "summary": summary}
-    return save_model_atomically(model, out_dir, run), summary
+           "max_grad_norm": max_grad_norm, "seed": seed, "device": dev, **record}
+    return finish(model, out_dir, result, curve, record=run, trainable_parameters=int(n_trainable),
+                  pairs=len(data), last_terms=loss.last)
 
 
 # ------------------------------------------------------------------------------------------- head masking
@@ -216,7 +209,7 @@ def _attention_output_denses(hf_model):
     return [layer.attention.output.dense for layer in encoder_layers(hf_model)]
 
 
-def head_importance(st_model, seat_sets, *, batch_size: int = 64) -> np.ndarray:
+def head_importance(st_model, seat_sets, *, batch_size: int) -> np.ndarray:
     """b_ij = ∂ Σ_tests |ES| / ∂ m_ij at m = 1, shape [layers, heads] (§3.4.1). The mask multiplies each head's
     slice of the input of the attention output projection W^O through a forward pre-hook."""
     import torch
@@ -261,7 +254,7 @@ def head_importance(st_model, seat_sets, *, batch_size: int = 64) -> np.ndarray:
     return mask.grad.detach().cpu().numpy()
 
 
-def heads_to_mask(importance: np.ndarray, fraction: float = 0.1) -> list[tuple[int, int]]:
+def heads_to_mask(importance: np.ndarray, fraction: float) -> list[tuple[int, int]]:
     """The top ``fraction`` of all heads by importance, keeping only those with a positive score (§3.4.1)."""
     k = round(fraction * importance.size)
     order = np.argsort(-importance, axis=None, kind="stable")[:k]

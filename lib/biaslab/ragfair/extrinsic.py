@@ -137,3 +137,11 @@ def correlate(intrinsic: pd.DataFrame, extrinsic: pd.DataFrame, *, value_int: st
                     "spearman_ci": [float(x) for x in np.nanpercentile(pts[:, 1], [2.5, 97.5])],
                     "rounds": len(boot)})
     return out
+
+
+def z_norm(df: pd.DataFrame, col: str) -> pd.Series:
+    """Per checkpoint, the L2 norm of ``col``'s per-category values z-scored across checkpoints (a category with
+    no spread counts as 0): the norm the z-scored correlation protocol compares (footnote 1)."""
+    wide = df.pivot_table(index="checkpoint", columns="category", values=col)
+    z = (wide - wide.mean()) / wide.std(ddof=0).replace(0, np.nan)
+    return np.sqrt((z.fillna(0.0) ** 2).sum(axis=1))

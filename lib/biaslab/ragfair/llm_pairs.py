@@ -60,7 +60,7 @@ def _descriptor(answer: str) -> str:
     return _ARTICLE.sub("", str(answer).strip()).strip()
 
 
-def group_pairs(bbq_train: pd.DataFrame, per_category: int | None = None, seed: int = 0) -> pd.DataFrame:
+def group_pairs(bbq_train: pd.DataFrame, per_category: int | None, seed: int) -> pd.DataFrame:
     """(category, stereotyped, other) descriptor pairs from the disambiguated rows of training templates."""
     dis = bbq_train[bbq_train["context_condition"] == "disambig"]
     answers = dis[["ans0", "ans1", "ans2"]].to_numpy()
@@ -87,7 +87,7 @@ def grid(topics: Sequence[str], groups: pd.DataFrame) -> pd.DataFrame:
     return t.merge(groups, how="cross")[["topic", "category", "stereotyped", "other"]]
 
 
-def sample_items(items: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
+def sample_items(items: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     """``n`` grid items, stratified by category (largest remainders), in a seeded order."""
     if n <= 0 or n >= len(items):
         return items.sample(frac=1.0, random_state=seed).reset_index(drop=True)
@@ -104,8 +104,8 @@ def _clean(text: str, max_words: int | None = None) -> str:
     return " ".join(words[:max_words] if max_words else words)
 
 
-def build(items: pd.DataFrame, sentences: Sequence[str], encoder, llm, gen, *, top_k: int = 10,
-          sentences_per_query: int = 1, words: int = 50) -> pd.DataFrame:
+def build(items: pd.DataFrame, sentences: Sequence[str], encoder, llm, gen, *, top_k: int,
+          sentences_per_query: int, words: int) -> pd.DataFrame:
     """Pairs (columns ``query, passage, biased_stereotyped, biased_non_stereotyped`` + provenance) for the
     sampled grid ``items``: LLM neutral query → FAISS top-``top_k`` sentences → three LLM rephrasings of the
     first ``sentences_per_query`` of them."""

@@ -23,7 +23,7 @@ import pandas as pd
 from .bbq_build import set_keys
 
 
-def split_templates(bbq: pd.DataFrame, eval_fraction: float = 0.5, seed: int = 0) -> pd.Series:
+def split_templates(bbq: pd.DataFrame, eval_fraction: float, seed: int) -> pd.Series:
     """'train' or 'eval' per row, whole templates (category, question_index) at a time, seeded; every category
     keeps at least one template on each side."""
     if not 0 < eval_fraction < 1:
@@ -65,7 +65,7 @@ def bbq_pairs(bbq: pd.DataFrame) -> pd.DataFrame:
                 "polarity", "set_key"]]
 
 
-def sample_pairs(pairs: pd.DataFrame, n: int | None, seed: int = 0) -> pd.DataFrame:
+def sample_pairs(pairs: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
     """``n`` pairs stratified by category (paper: 20,985 sampled from 135,845); None or 0 keeps all."""
     if not n or n >= len(pairs):
         return pairs.sample(frac=1.0, random_state=seed).reset_index(drop=True)

@@ -17,3 +17,19 @@ TABLE2 = {
     "Full framework": (0.107, 0.154, 71.2),
 }
 CORRELATION_CI = {"pearson": (0.43, 0.65), "spearman": (0.39, 0.68)}  # §4.2, 10 bootstrap rounds
+
+
+def table1():
+    """Table 1 as a frame: category, paper_fairness, paper_p_value (to merge beside ours)."""
+    import pandas as pd
+
+    return pd.DataFrame([(c, f, p) for c, (f, p) in TABLE1.items()],
+                        columns=["category", "paper_fairness", "paper_p_value"])
+
+
+def table2():
+    """Table 2 as a frame: checkpoint, paper_spd, paper_eod, paper_acc_at_1 (to merge beside ours)."""
+    import pandas as pd
+
+    return pd.DataFrame([(c, *v) for c, v in TABLE2.items()],
+                        columns=["checkpoint", "paper_spd", "paper_eod", "paper_acc_at_1"])

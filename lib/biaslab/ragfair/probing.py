@@ -43,15 +43,15 @@ def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=-1)
 
 
-def bias_scores(e_cq: np.ndarray, e_s: np.ndarray, e_n: np.ndarray, tau: float = 0.05) -> np.ndarray:
+def bias_scores(e_cq: np.ndarray, e_s: np.ndarray, e_n: np.ndarray, tau: float) -> np.ndarray:
     """Bias(ℓ) per row and layer from ``[n, layers, d]`` arrays -> ``[n, layers]`` in [−1, 1] (eq. 4)."""
     if tau <= 0:
         raise ValueError(f"probing temperature tau must be > 0, got {tau}")
     return np.tanh((_cos(e_cq, e_s) - _cos(e_cq, e_n)) / (2.0 * tau))
 
 
-def ridge_probe(X: np.ndarray, y: np.ndarray, *, folds: int = 5, alphas: Sequence[float] = (0.1, 1.0, 10.0, 100.0),
-                seed: int = 0, shuffles: int = 1) -> dict[str, float]:
+def ridge_probe(X: np.ndarray, y: np.ndarray, *, folds: int, alphas: Sequence[float],
+                seed: int, shuffles: int) -> dict[str, float]:
     """Cross-validated R² of a Ridge probe X -> y, and the same probe on label-shuffled y (the control)."""
     from sklearn.linear_model import RidgeCV
     from sklearn.model_selection import KFold, cross_val_score
@@ -73,7 +73,7 @@ def ridge_probe(X: np.ndarray, y: np.ndarray, *, folds: int = 5, alphas: Sequenc
 
 
 def probe_category(layers_cq: np.ndarray, layers_s: np.ndarray, layers_n: np.ndarray, *, tau: float, folds: int,
-                   alphas: Sequence[float], seed: int, shuffles: int = 1) -> pd.DataFrame:
+                   alphas: Sequence[float], seed: int, shuffles: int) -> pd.DataFrame:
     """One row per layer: mean / std Bias(ℓ), probe R² and the shuffled-label control R²."""
     bias = bias_scores(layers_cq, layers_s, layers_n, tau)
     rows = []
@@ -87,7 +87,7 @@ def probe_category(layers_cq: np.ndarray, layers_s: np.ndarray, layers_n: np.nda
 
 
 def probe_all(bbq: pd.DataFrame, encoder, *, tau: float, folds: int, alphas: Sequence[float], seed: int,
-              shuffles: int = 1) -> pd.DataFrame:
+              shuffles: int) -> pd.DataFrame:
     """:func:`probe_category` for every category of ``bbq`` (one encoding pass of all rows): rows (category,
     layer, bias_mean, bias_std, r2, r2_shuffled, n)."""
     inputs = probe_inputs(bbq)

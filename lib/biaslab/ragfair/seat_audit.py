@@ -25,8 +25,8 @@ def test_seed(seed: int, name: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(name.encode())) % 2**32
 
 
-def run_seat_tests(tests: list[SeatTest], encoder, *, n_samples: int = 100_000, exact_limit: int = 100_000,
-                   e_max: float = 2.0, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+def run_seat_tests(tests: list[SeatTest], encoder, *, n_samples: int, exact_limit: int,
+                   e_max: float, alpha: float, seed: int) -> pd.DataFrame:
     texts = list(dict.fromkeys(t for test in tests for t in test.texts()))
     vectors = encoder.encode(texts, show_progress=True)
     row_of = {t: i for i, t in enumerate(texts)}

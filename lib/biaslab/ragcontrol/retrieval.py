@@ -1,0 +1,109 @@
+"""The ``ragcontrol_retrieve`` stage (Kim et al. 2025, App. "Training", "Projecting", "Sampling", "Measuring Utility"):
+for every task, the document each setting retrieves for each test question — the base embedder, its projections
+and Boltzmann sampling, and every fine-tuned run × WiSE-FT merge weight — with the embedder bias, task accuracy
+and TREC DL re-ranking utility of every setting (see :mod:`.evaluate` for the settings and measures).
+
+Everything costly is done once: the base embedder encodes each task's corpus and the TREC DL candidates once (its
+projection sweep only changes the query vectors), and each fine-tuned embedder encodes them once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data import trec_dl as trec_dl_data
+from ..runtime import progress
+from . import control, finetune
+from . import evaluate as ev
+
+
+def utility_sets(raw_dir: str | Path, years: Sequence[str], max_queries: int, seed: int) -> dict[str, tuple]:
+    """Per TREC DL year: (BM25 candidates, topics, qrels) restricted to a seeded sample of ``max_queries`` judged
+    queries (0 = all judged queries)."""
+    out = {}
+    for y in years:
+        cand, qrels = trec_dl_data.load_candidates(y, raw_dir), trec_dl_data.load_qrels(y, raw_dir)
+        keep = ev.seeded_subset(trec_dl_data.judged_queries(cand, qrels), max_queries, seed)
+        out[y] = (cand[cand["qid"].isin(keep)], trec_dl_data.load_topics(y, raw_dir), qrels[qrels["qid"].isin(keep)])
+    return out
+
+
+@dataclass
+class Utility:
+    """Mean nDCG@k of one encoder over the configured TREC DL years (its passages encoded once)."""
+
+    benches: list[ev.Reranker]
+
+    @classmethod
+    def of(cls, encoder, sets: Mapping[str, tuple], k: int) -> Utility:
+        return cls([ev.Reranker(encoder, c, t, q, k=k) for c, t, q in sets.values()])
+
+    def ndcg(self, query_transform=None) -> float:
+        return float(np.mean([b.ndcg(query_transform) for b in self.benches]))
+
+
+def _projector(direction: np.ndarray, alpha: float):
+    return lambda q: control.project(q, direction, alpha)
+
+
+def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, runs: Mapping, merges: Sequence[float],
+          projection, sampling, utility_data: Mapping[str, tuple], utility_k: int, max_questions: int,
+          max_seq_length: int, device: str, batch_size: int, seed: int):
+    """Every setting of every task. ``base_dir``: the base embedder's folder; ``tasks_dir``: the data stage's
+    ``tasks/<task>/`` folders; ``models_dir``: the trained runs; ``runs`` / ``merges``: ragcontrol.train's;
+    ``projection`` / ``sampling``: those sections. Returns (retrieved rows, per-setting summary with utility and
+    task accuracy, reader subsets {task: [qid]})."""
+    from ..embed import Encoder
+
+    def encoder(model) -> Encoder:
+        enc = Encoder(model, device=device, batch_size=batch_size)
+        enc.model.max_seq_length = max_seq_length
+        return enc
+
+    base = encoder(base_dir)  # one base embedder for every task, its utility computed once
+    base_util = Utility.of(base, utility_data, utility_k)
+    base_ndcg = base_util.ndcg()
+    rows, utility_rows, subsets = [], [], {}
+    for task in tasks:
+        test = pd.read_parquet(tasks_dir / task / "test_questions.parquet")
+        corpus = pd.read_parquet(tasks_dir / task / "corpus.parquet")
+        qids = test["qid"].tolist()
+        subsets[task] = ev.seeded_subset(qids, max_questions, seed)
+        qv, dv = base.encode(test["question"].tolist()), base.encode(corpus["text"].tolist(), show_progress=True)
+        rows.append(ev.top1_rows(task, "base", "base", qids, qv, dv, corpus))
+        utility_rows.append({"task": task, "method": "base", "setting": "base", "ndcg": base_ndcg})
+        # projection (base embedder, queries only)
+        direction = base.model.encode([projection.words[task]], normalize_embeddings=False, convert_to_numpy=True)[0]
+        rows.append(ev.projection_rows(task, qids, qv, dv, corpus, direction, projection.alphas))
+        for a in progress(projection.alphas, desc=f"{task}: projection utility"):
+            utility_rows.append({"task": task, "method": "projection", "setting": f"alpha={a:g}",
+                                 "ndcg": base_util.ndcg(_projector(direction, a))})
+        # sampling (base embedder)
+        rows.append(ev.sampling_rows(task, qids, qv, dv, corpus, sampling.top_n, sampling.taus, seed))
+        # fine-tuned runs x WiSE-FT merge weights
+        for run, spec in runs.items():
+            if spec.task != task:
+                continue
+            for m, model in finetune.wise_models(base_dir, models_dir / run, merges, device=device):
+                enc = encoder(model)
+                setting = f"{run}@m={m:g}"
+                rows.append(ev.top1_rows(task, "fine-tune", setting, qids, enc.encode(test["question"].tolist()),
+                                         enc.encode(corpus["text"].tolist(), show_progress=True), corpus))
+                utility_rows.append({"task": task, "method": "fine-tune", "setting": setting,
+                                     "ndcg": Utility.of(enc, utility_data, utility_k).ndcg()})
+    retrieved = pd.concat(rows, ignore_index=True)
+    summary = pd.concat([ev.summarise(retrieved[retrieved["task"] == t], subsets[t]) for t in tasks],
+                        ignore_index=True)
+    summary = summary.merge(pd.DataFrame(utility_rows), on=["task", "method", "setting"], how="left")
+    summary["reader_subset"] = summary["task"].map({t: len(s) for t, s in subsets.items()})
+    return retrieved, summary, subsets
+
+
+def subset_frame(subsets: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """The reader subsets as (task, qid) rows."""
+    return pd.DataFrame([(t, q) for t, s in subsets.items() for q in s], columns=["task", "qid"])

@@ -1,0 +1,104 @@
+"""Stage dependencies that cannot be incomplete: dvc.yaml lists every library module a stage runs (its notebook's
+imports, transitively, the runner and its params schemas), the raw data its readers read, and every params key its
+notebook reads."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from biaslab import deps, stages
+
+from conftest import REPO
+
+
+def test_every_stage_lists_what_it_runs():
+    assert deps.check(REPO) == [], "run `biaslab deps --write` and review the dvc.yaml diff"
+
+
+@pytest.mark.parametrize("stage", stages.all_stages(REPO))
+def test_every_params_key_a_notebook_reads_is_listed(stage):
+    assert deps.unlisted_reads(stage, REPO) == []
+
+
+def fake_project(tmp_path: Path) -> Path:
+    """A copy of the repository's library, dvc.yaml and params.yaml, with a notebook that imports one module."""
+    root = tmp_path / "p"
+    shutil.copytree(REPO / "lib", root / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for f in ("dvc.yaml", "params.yaml"):
+        shutil.copy(REPO / f, root / f)
+    shutil.copytree(REPO / "notebooks", root / "notebooks")
+    return root
+
+
+def test_an_unlisted_import_is_reported_and_write_fixes_it(tmp_path):
+    root = fake_project(tmp_path)
+    nb = root / "notebooks" / "ragfair" / "02_bbq.py"
+    nb.write_text(nb.read_text().replace("import pandas as pd\n", "import pandas as pd\n\nfrom biaslab import index\n", 1))
+    found = deps.problems("ragfair_bbq", root)
+    assert "ragfair_bbq: runs lib/biaslab/index.py but does not list it in deps" in found
+    # a module imported only inside a function of an imported module counts too
+    lib = root / "lib" / "biaslab" / "ragfair" / "bbq_build.py"
+    lib.write_text(lib.read_text() + "\n\ndef later():\n    from ..intersect import splits\n    return splits\n")
+    found = deps.problems("ragfair_bbq", root)
+    assert "ragfair_bbq: runs lib/biaslab/intersect/splits.py but does not list it in deps" in found
+    deps.write(root)
+    assert deps.problems("ragfair_bbq", root) == []
+    assert "lib/biaslab/index.py" in stages.deps("ragfair_bbq", root)
+
+
+def test_a_module_listed_but_not_run_is_reported(tmp_path):
+    root = fake_project(tmp_path)
+    text = (root / "dvc.yaml").read_text()
+    (root / "dvc.yaml").write_text(text.replace("      - notebooks/ragfair/02_bbq.py\n",
+                                                "      - notebooks/ragfair/02_bbq.py\n      - lib/biaslab/losses.py\n"))
+    assert "ragfair_bbq: lists lib/biaslab/losses.py, which it does not run" in " ".join(
+        deps.problems("ragfair_bbq", root))
+
+
+def test_a_data_reader_needs_its_raw_folder(tmp_path):
+    root = fake_project(tmp_path)
+    nb = root / "notebooks" / "ragfair" / "02_bbq.py"
+    nb.write_text(nb.read_text().replace("import pandas as pd\n", "import pandas as pd\n\nfrom biaslab.data import sbic\n", 1))
+    assert "ragfair_bbq: reads data/raw/sbic (through biaslab.data) but does not list it in deps" in deps.problems(
+        "ragfair_bbq", root)
+
+
+def test_static_params_reads_follow_aliases(tmp_path):
+    nb = tmp_path / "nb.py"
+    nb.write_text("\n".join([
+        "P = config.stage_params(globals(), 'x')",
+        "T, E = P.intersect.train, P.intersect.evaluate",
+        "S = P.ragfair.seat",
+        "f(T.epochs, E.k, P.common.seed, S)",
+        "for run, spec in P.ragcontrol.train.runs.items():",
+        "    pass",
+        "C = P.intersect.paragraphs.corpora[corpus]",
+        "g(C.n_biased, P.llm)",
+    ]))
+    assert deps.params_reads(nb) == {"intersect.train.epochs", "intersect.evaluate.k", "common.seed", "ragfair.seat",
+                                     "ragcontrol.train.runs", "intersect.paragraphs.corpora.*", "llm"}
+
+
+def test_the_params_check_catches_an_unlisted_key(tmp_path):
+    root = fake_project(tmp_path)
+    nb = root / "notebooks" / "intersect" / "05_train.py"
+    nb.write_text(nb.read_text() + "\nprint(P.intersect.evaluate.k)\n")
+    assert deps.unlisted_reads("intersect_train@" + stages.stage_members("intersect_train", root)[0].split("@")[1],
+                               root) == ["intersect.evaluate.k"]
+
+
+def test_compress_lists_a_package_folder_only_when_every_module_is_needed():
+    lib = REPO / "lib" / "biaslab"
+    every_llm = {p for p in (lib / "llm").glob("*.py")}
+    assert deps.compress(every_llm | {lib / "io.py"}, REPO) == ["lib/biaslab/io.py", "lib/biaslab/llm"]
+    some = {lib / "llm" / "base.py", lib / "llm" / "__init__.py"}
+    assert deps.compress(some, REPO) == ["lib/biaslab/llm/__init__.py", "lib/biaslab/llm/base.py"]
+
+
+def test_parameter_cell_lists_every_name_of_the_stage():
+    cell = deps.parameter_cell("intersect_train@indic-srk4-C1", REPO)
+    assert cell.splitlines()[0] == 'run = "indic-srk4-C1"'
+    assert "seed = device = ...  # common" in cell and "max_triplets" in cell

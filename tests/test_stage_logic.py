@@ -1,0 +1,181 @@
+"""The orchestration the notebooks used to hold, now in the library: ragcontrol's data preparation, RAG answering
+and analysis, ragfair's evaluation tables, intersect's baseline scores and the small shared helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslab.data import sbic
+from biaslab.intersect import baselines
+from biaslab.ragcontrol import analysis, judges, prepare, rag, tasks
+from biaslab.ragfair import bbq_build, evaluation, paper
+from biaslab.ragfair.config import RagfairCheckpoint
+from test_ragcontrol import FakeScorer
+
+
+# ------------------------------------------------------------------------------------------ ragcontrol data
+def test_offline_judges_from_real_layouts_round_trip_through_their_spec(raw_dir):
+    for task in tasks.TASKS:
+        splits = {s: tasks.questions(task, s, raw_dir) for s in tasks.SPLITS[task]}
+        corpus = tasks.eval_corpus(task, raw_dir, splits)
+        judge, spec = prepare.offline_judge(task, splits, corpus, raw_dir)
+        rebuilt = judges.from_spec(spec)
+        texts = corpus["text"].tolist()
+        for a, b in zip(judge.flags(texts), rebuilt.flags(texts), strict=True):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="unknown judge spec kind"):
+        judges.from_spec({"kind": "age"})
+
+
+def test_judge_agreement_counts_and_shares():
+    corpus = pd.DataFrame({"lean": ["female", "female", "male"], "bias1": [True, False, False],
+                           "bias2": [False, False, True]})
+    out = prepare.judge_agreement(corpus, ("female", "male")).set_index("lean")
+    assert out.loc["female", "documents"] == 2 and out.loc["female", "% judged female"] == 50.0
+    assert out.loc["male", "% judged male"] == 100.0
+
+
+def test_reader_questions_politics_order_and_gender_names():
+    pol = pd.DataFrame({"qid": ["q1", "q2", "q3"], "question": ["?"] * 3})
+    a = prepare.reader_questions("PoliticBias-QA", pol, seed=3)
+    assert a["right_first"].tolist() == prepare.reader_questions("PoliticBias-QA", pol, seed=3)["right_first"].tolist()
+    assert "right_first" not in pol  # the input is not modified
+    gen = pd.DataFrame({"qid": ["q1"], "question": ["Who?"], "female_docs": [("Megan Rapinoe led the team.", "x")],
+                        "male_docs": [("no name here", "Tom Brady threw.")]})
+    g = prepare.reader_questions("GenderBias-QA", gen, seed=0).iloc[0]
+    assert (g["female_name"], g["male_name"]) == ("Megan Rapinoe", "Tom Brady")
+    assert isinstance(g["female_docs"], list)
+
+
+def test_candidate_pools_refuse_evaluation_claims(monkeypatch, raw_dir):
+    corpus = pd.DataFrame({"text": ["claim A", "claim B"]})
+    monkeypatch.setattr(prepare, "candidate_corpus", lambda name, raw, splits: ["claim A", "other"])
+    with pytest.raises(AssertionError, match="leaked"):
+        prepare.candidate_pools(["twinviews"], raw_dir, {}, corpus, max_pool=0, seed=0)
+    pools = prepare.candidate_pools(["wikipedia"], raw_dir, {}, corpus, max_pool=1, seed=0)
+    assert len(pools["wikipedia"]) == 1
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="unknown candidate corpus"):
+        prepare.candidate_corpus("dbpedia", raw_dir, {})
+
+
+def test_candidate_counts_and_row_stats():
+    cands = pd.DataFrame({"corpus": ["m", "m", "w"], "role": ["positive", "negative", "positive"], "text": list("abc")})
+    counts = prepare.candidate_counts(cands, {"m": ["a", "b", "z"], "w": ["c"]}).set_index("corpus")
+    assert counts.loc["m", "positive"] == 1 and counts.loc["m", "corpus size"] == 3
+    rows = pd.DataFrame({"label": [[1, -1, -1], [1, 1, 0]]})
+    assert prepare.row_stats(rows) == {"positives_per_question": 1.5, "negatives_per_question": 1.0}
+
+
+# ------------------------------------------------------------------------------------------ ragcontrol RAG
+def test_answer_task_reads_each_pair_once_and_computes_rag_bias():
+    test = pd.DataFrame({"qid": ["a", "b"], "question": ["Q?", "Q?"], "left_claim": ["L.", "L."],
+                         "right_claim": ["R.", "R."], "right_first": [True, False]}).set_index("qid")
+    corpus = pd.DataFrame({"text": ["R.", "L."]})
+    retrieved = pd.DataFrame({"task": "PoliticBias-QA", "method": ["base", "base", "fine-tune", "fine-tune"],
+                              "setting": ["base", "base", "ft", "ft"], "qid": ["a", "b", "a", "b"],
+                              "doc_id": [0, 1, 0, 0], "bias1": [True, False, True, True],
+                              "bias2": [False, True, False, False], "p_bias1": [1.0, 0.0, 1.0, 1.0],
+                              "p_bias2": [0.0, 1.0, 0.0, 0.0]})
+    pairs, rows = rag.answer_task("PoliticBias-QA", "claim", test=test, corpus=corpus, retrieved=retrieved,
+                                  subset=["a", "b"], scorer=FakeScorer(), max_doc_words=None)
+    assert len(pairs) == 5  # (a,0), (b,1), (b,0) and the two no-document prompts
+    res = {r["setting"]: r for r in rows}
+    assert res["base"]["rag_bias"] == 0.0 and res["base"]["embedder_bias"] == 0.0
+    assert res["ft"]["rag_bias"] == 100.0 and res["ft"]["embedder_bias"] == 100.0  # the reader follows its context
+    assert res["no document"]["questions"] == 2
+
+
+# ------------------------------------------------------------------------------------------ ragcontrol analysis
+def toy_rag() -> tuple[pd.DataFrame, pd.DataFrame]:
+    settings = [("base", "base", -50.0, 0.50), ("fine-tune", "r@m=0.5", 0.0, 0.49), ("fine-tune", "r@m=1", 50.0, 0.45),
+                ("projection", "alpha=1", -50.0, 0.50), ("projection", "alpha=3", -10.0, 0.30),
+                ("projection", "alpha=2", -30.0, 0.40), ("sampling", "N=3,tau=0", -50.0, np.nan),
+                ("sampling", "N=3,tau=1", -45.0, np.nan), ("sampling", "N=8,tau=1", -40.0, np.nan)]
+    emb = pd.DataFrame([{"task": "T", "method": m, "setting": s, "embedder_bias": e, "ndcg": n, "task_accuracy": 0.5}
+                        for m, s, e, n in settings])
+    rag_rows = [{"task": "T", "method": m, "setting": s, "rag_bias": 0.5 * e + 10, "embedder_bias": e, "reader": r}
+                for r in ("r1", "r2") for m, s, e, _ in settings]
+    rag_rows += [{"task": "T", "method": "no document", "setting": "no document", "rag_bias": 5.0,
+                  "embedder_bias": np.nan, "reader": r} for r in ("r1", "r2")]
+    return emb, pd.DataFrame(rag_rows)
+
+
+def test_analysis_fits_utility_pareto_and_checks():
+    emb, rag_table = toy_rag()
+    data = analysis.joined(emb, rag_table)
+    assert set(data.loc[data["method"] == "base", "family"]) == {"fine-tune"}
+    fits = analysis.fits(data)
+    ft = fits[(fits["reader"] == "r1") & (fits["method"] == "fine-tune")].iloc[0]
+    assert ft["slope"] == pytest.approx(0.5) and ft["intercept"] == pytest.approx(10) and ft["r2"] == pytest.approx(1)
+    assert set(fits["method"]) == {"fine-tune", "projection", "sampling", "all settings"}
+    util = analysis.utility(data)
+    assert util.loc[util["setting"] == "alpha=3", "ndcg_change"].iloc[0] == pytest.approx(-0.2)
+    fronts = analysis.pareto(util)
+    assert list(fronts.drop_duplicates(["task", "reader"])["reader"]) == ["r1", "r2"]
+    comp = analysis.comparison(data, fits)
+    row = comp[(comp["reader"] == "r1") & (comp["method"] == "fine-tune")].iloc[0]
+    assert row["least_biased_setting"] == "r@m=0.5" and row["embedder_bias_range"] == 100.0
+    checks = analysis.checks(data, comp, util)["T | r1"]
+    assert checks["sampling_moves_embedder_bias_less_than_fine_tuning"] is True
+    assert checks["worst_ndcg_change_projection"] == pytest.approx(-0.2) and checks["no_document_rag_bias"] == 5.0
+    assert analysis.sampling_sweep(data)[["N", "tau"]].drop_duplicates().shape[0] == 3
+    assert sorted(analysis.projection_sweep(data)["alpha"].unique()) == [1.0, 2.0, 3.0]
+
+
+# ------------------------------------------------------------------------------------------ ragfair evaluation
+def test_ragfair_tables_checkpoints_and_norms():
+    cks = [RagfairCheckpoint(name="Full framework", run="x", mask=True),
+           RagfairCheckpoint(name="LoRA + WiSE-FT", run="x", mask=False)]
+    assert [c.name for c in evaluation.checkpoint_list(cks, {"x": None, "y": None}, True)] == [
+        "Full framework", "LoRA + WiSE-FT", "y"]
+    assert len(evaluation.checkpoint_list(cks, {"x": None, "y": None}, False)) == 2
+    table = pd.DataFrame({"checkpoint": ["Full framework", "LoRA + WiSE-FT", "mine"], "spd": [0.1, 0.2, 0.3],
+                          "eod": [0.1, 0.2, 0.3], "acc_at_1": [10.0, 20.0, 30.0], "bbq_seat_abs_es": [0.5] * 3,
+                          "seat_fairness": [0.7] * 3})
+    t2 = evaluation.table2(table).set_index("checkpoint")
+    assert t2.loc["Full framework", "paper_spd"] == paper.TABLE2["Full framework"][0]
+    assert np.isnan(t2.loc["mine", "paper_eod"])
+    abl = evaluation.ablation(table)
+    assert abl["ablation"].tolist() == ["Full framework", "− head masking"]
+    per_cat = pd.DataFrame({"checkpoint": ["a", "a", "b", "b"], "category": ["c1", "c2", "c1", "c2"],
+                            "bbq_seat_abs_es": [1.0, 0.0, 0.0, 0.0], "spd": [0.1, 0.1, 0.1, 0.1],
+                            "eod": [0.2, 0.1, 0.1, 0.1]})
+    pts = evaluation.norm_points(per_cat)
+    assert pts.loc["a", "‖SEAT ES‖ (z)"] == pytest.approx(1.0) and pts.loc["a", "‖SPD‖ (z)"] == 0.0
+
+
+def test_paper_table1_frame_matches_the_dict():
+    t1 = paper.table1().set_index("category")
+    assert t1.loc["Age", "paper_fairness"] == paper.TABLE1["Age"][0] and len(t1) == len(paper.TABLE1)
+
+
+def test_bbq_coverage_counts_held_out_templates():
+    bbq = pd.DataFrame({"category": ["Age"] * 4, "source": ["released"] * 4, "example_id": range(4),
+                        "question_index": [1, 1, 2, 3], "split": ["train", "train", "eval", "eval"]})
+    row = bbq_build.coverage(bbq).iloc[0]
+    assert (row["rows"], row["templates"], row["eval_templates"]) == (4, 3, 2)
+
+
+# ------------------------------------------------------------------------------------------ intersect, shared
+def test_baseline_test_scores_per_test_set():
+    rows = pd.DataFrame({"labels": [["a"], ["b"]], "test_seen": [True, False], "test_unseen": [False, True],
+                         "test_all": [True, True]})
+    out = {r["test_set"]: r for r in baselines.test_scores("m", "indic", "C1", rows, [["a"], ["a"]])}
+    assert out["seen"]["jaccard"] == 1.0 and out["unseen"]["jaccard"] == 0.0 and out["all"]["n"] == 2
+
+
+def test_sbic_dev_and_test_together(raw_dir):
+    posts = sbic.load_dev_test(raw_dir)
+    assert set(posts["split"]) == {"dev", "test"}
+    assert posts.groupby("split")["row"].apply(lambda r: list(r) == list(range(len(r)))).all()
+
+
+def test_loss_curve_figure():
+    from biaslab.plots import loss_curve
+
+    fig = loss_curve({"loss_curve": [(1, 2.0), (2, 1.0)]}, ylabel="loss", title="t")
+    assert fig.axes[0].get_title() == "t" and len(fig.axes[0].lines) == 1
+    assert len(loss_curve({"loss_curve": []}, ylabel="loss", title="empty").axes[0].lines) == 0
