@@ -18,6 +18,8 @@ import fixtures  # noqa: E402
 # The repository's parameters: tests take knob values from here (never from copies), e.g. PARAMS.models for model
 # resolution and PARAMS.common.batch_size for encoding.
 PARAMS = config.load_params(REPO / "params.yaml")
+GREEDY = __import__("biaslab.llm", fromlist=["GenParams"]).GenParams(max_new_tokens=64, temperature=0.0, top_p=1.0,
+                                                                      seed=0)  # the tests' own generation settings
 
 
 def model_dir(name: str) -> Path:

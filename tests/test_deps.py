@@ -100,5 +100,5 @@ def test_compress_lists_a_package_folder_only_when_every_module_is_needed():
 
 def test_parameter_cell_lists_every_name_of_the_stage():
     cell = deps.parameter_cell("intersect_train@indic-srk4-C1", REPO)
-    assert cell.splitlines()[0] == 'run = "indic-srk4-C1"'
-    assert "seed = device = ...  # common" in cell and "max_triplets" in cell
+    assert cell.splitlines()[0] == 'run = "indic-srk4-C1"  # the member this notebook runs'
+    assert "seed = ...  # common.seed" in cell and "max_triplets = ...  # intersect.train.max_triplets" in cell

@@ -215,6 +215,35 @@ def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     assert "Running stage" not in dvc("repro").stdout  # identical outputs leave every downstream stage current
 
 
+def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipeline):
+    """A notebook run by hand (papermill -p, or `biaslab run --set`) with the values params.yaml holds writes the
+    same tables as `dvc repro`; an override changes them, and the stage is then stale for DVC."""
+    root, dvc, _, _ = pipeline
+    table = root / "reports/ragfair/seat/seat_results.csv"
+    before = table.read_bytes()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "BIASLAB_ROOT": str(root), "BIASLAB_CACHE_DIR": str(root.parent / "cache"), "PYTHONHASHSEED": "42"}
+    nb = subprocess.run([str(Path(sys.executable).parent / "jupytext"), "--to", "ipynb", "--output", "-",
+                         "notebooks/ragfair/01_seat_audit.py"], cwd=root, env=env, capture_output=True, check=True)
+    run = subprocess.run([str(Path(sys.executable).parent / "papermill"), "-", str(root.parent / "pm.ipynb"), "-k",
+                          "python3", "-l", "python", "-p", "n_samples", "2000"], input=nb.stdout, cwd=root, env=env,
+                         capture_output=True, timeout=600)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert table.read_bytes() == before  # the same value as params.yaml: the same table
+    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_seat", "--set", "n_samples=2000",
+                           "--out", str(root.parent / "run.ipynb")], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert table.read_bytes() == before
+    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_seat", "--set", "n_samples=500",
+                           "--out", str(root.parent / "run.ipynb")], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0 and table.read_bytes() != before  # a sampled p-value changes with n_samples
+    assert "ragfair_seat" in dvc("status").stdout
+    dvc("repro", "ragfair_seat")
+    assert table.read_bytes() == before
+
+
 @contextlib.contextmanager
 def edited_params(root: Path, old: str, new: str):
     """params.yaml with one text replacement, restored afterwards whatever happens."""

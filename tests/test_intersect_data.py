@@ -6,8 +6,9 @@ import pytest
 
 from biaslab.intersect import paragraphs as para
 from biaslab.intersect import reference, splits
-from biaslab.llm import GenParams
 from biaslab.llm.rules import RuleBased
+
+from conftest import GREEDY
 
 
 class FakeEncoder:
@@ -22,7 +23,7 @@ class FakeEncoder:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-GEN = GenParams()
+GEN = GREEDY
 
 
 def indi_pairs():

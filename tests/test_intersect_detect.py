@@ -87,6 +87,22 @@ def test_evaluate_detector_rows():
     assert evaluate.headline(summary)["indic->indic"]["m"]["seen"] == 1.0
 
 
+def test_frozen_base_stands_in_cross_domain_with_its_own_scores():
+    paragraphs = pd.DataFrame({"paragraph_id": ["p1", "p2"], "text": ["gender x", "caste y"],
+                               "labels": [["gender"], ["caste"]]})
+    splits = pd.DataFrame({"subset": "C1", "paragraph_id": ["p1", "p2"], "train": False, "test_seen": True,
+                           "test_unseen": False, "test_all": True})
+    data = {c: evaluate.CorpusData(paragraphs, reference(), splits) for c in ("indic", "western")}
+    per = evaluate.base_scores(OneHot(), model="base", runs=[("indic", "C1"), ("western", "C1"), ("indic", "C2")],
+                               corpora=data, ks=[1], **AGG)
+    cross = per[per["domain"] == "cross-domain"]
+    # trained-on-western retrievers are tested on indic: the base's bar there is its indic score
+    assert set(zip(cross["train_corpus"], cross["test_corpus"], strict=True)) == {("western", "indic"), ("indic", "western")}
+    ind = per[(per["domain"] == "in-domain") & (per["test_corpus"] == "indic")]["jaccard"].to_numpy()
+    assert np.array_equal(cross[cross["test_corpus"] == "indic"]["jaccard"].to_numpy(), ind)
+    assert set(per["subset"]) == {"C1"}  # no C2 test rows exist in these splits
+
+
 def test_detect_cli_and_function(tmp_path, capsys):
     import json
 

@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 
 from biaslab.intersect import triplets as tr
-from biaslab.llm import GenParams
 from biaslab.llm.rules import RuleBased
+
+from conftest import GREEDY
 
 
 def setup(n_per=6, dim=16, seed=0):
@@ -71,7 +72,7 @@ def test_llm_strategies_offline():
     paragraphs, ref, rv, pv = setup()
     ref.loc[ref["label"] == "gender", "text"] = [f"the man number {i} is bad" for i in range(6)]
     pools = tr.RankedPools(ref, rv, pv)
-    t, counts = tr.llm_triplets(paragraphs, ref, pools, RuleBased(), GenParams(),
+    t, counts = tr.llm_triplets(paragraphs, ref, pools, RuleBased(), GREEDY,
                                 attribute_words={"gender": [["man", "woman"]]}, para_vecs=pv, ref_vecs=rv,
                                 per_strategy=5, seed=0)
     c = dict(zip(counts["strategy"], counts["triplets"], strict=True))

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -9,7 +10,7 @@ from biaslab.llm.base import LLM, to_messages
 from biaslab.llm.cache import CachedLLM, cache_key
 from biaslab.llm.rules import RuleBased
 
-from conftest import model_dir
+from conftest import GREEDY, model_dir
 
 
 class Counting(LLM):
@@ -30,37 +31,37 @@ def test_to_messages():
 
 def test_rules_backend_is_deterministic_and_refuses_unknown_tasks():
     llm = RuleBased()
-    out = llm.generate(["q1", "q2"], task="choose_by_overlap", inputs=[
+    out = llm.generate(["q1", "q2"], GREEDY, task="choose_by_overlap", inputs=[
         {"context": "The grandfather forgot his keys.", "options": ["The grandson", "The grandfather"]},
         {"context": "", "options": ["a", "b"]}])
     assert out == ["The grandfather", "a"]
-    assert llm.generate(["x"], task="echo", inputs=[{"text": "same"}]) == ["same"]
+    assert llm.generate(["x"], GREEDY, task="echo", inputs=[{"text": "same"}]) == ["same"]
     with pytest.raises(LLMError, match=r"no rule for task 'rewrite'.*llm.backend"):
-        llm.generate(["x"], task="rewrite")
+        llm.generate(["x"], GREEDY, task="rewrite")
     with pytest.raises(LLMError, match="2 prompts but 1 inputs"):
-        llm.generate(["a", "b"], task="echo", inputs=[{"text": "a"}])
+        llm.generate(["a", "b"], GREEDY, task="echo", inputs=[{"text": "a"}])
 
 
 def test_cache_serves_repeats_without_calling_the_backend(tmp_path):
     inner = Counting()
     llm = CachedLLM(inner, tmp_path / "r.sqlite")
-    p = GenParams(temperature=0.0)
+    p = GenParams(max_new_tokens=8, temperature=0.0, top_p=1.0, seed=0)
     assert llm.generate(["a", "b", "a"], p) == ["echo:a:0.0", "echo:b:0.0", "echo:a:0.0"]
     assert inner.seen == ["a", "b"]
     again = CachedLLM(Counting(), tmp_path / "r.sqlite")  # a fresh process, same cache file
     assert again.generate(["b"], p) == ["echo:b:0.0"] and again.inner.seen == []
-    assert llm.generate(["a"], GenParams(temperature=0.7)) == ["echo:a:0.7"]  # params are part of the key
+    assert llm.generate(["a"], GenParams(max_new_tokens=8, temperature=0.7, top_p=1.0, seed=0)) == ["echo:a:0.7"]  # params are part of the key
     assert inner.seen == ["a", "b", "a"]
 
 
 def test_cache_key_parts():
     m = to_messages("hello")
-    k = cache_key("openai", "m1", m, GenParams())
-    assert k != cache_key("openai", "m2", m, GenParams())
-    assert k != cache_key("transformers", "m1", m, GenParams())
-    assert k != cache_key("openai", "m1", m, GenParams(max_new_tokens=5))
-    assert cache_key("rules", "r", m, GenParams(), "echo", {"text": "a"}) != \
-        cache_key("rules", "r", m, GenParams(), "echo", {"text": "b"})
+    k = cache_key("openai", "m1", m, GREEDY)
+    assert k != cache_key("openai", "m2", m, GREEDY)
+    assert k != cache_key("transformers", "m1", m, GREEDY)
+    assert k != cache_key("openai", "m1", m, dataclasses.replace(GREEDY, max_new_tokens=5))
+    assert cache_key("rules", "r", m, GREEDY, "echo", {"text": "a"}) != \
+        cache_key("rules", "r", m, GREEDY, "echo", {"text": "b"})
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def test_openai_compatible_backend_against_a_loopback_server(fake_openai, monkey
     llm = make("openai", model="unused", model_dir=None, device="cpu", cache=False,
                openai_params=OpenAIParams(base_url=url, model="gpt-test", api_key_env="TEST_LLM_KEY", timeout=10.0,
                                           max_retries=0))
-    out = llm.generate(["Who?"], GenParams(max_new_tokens=7, temperature=0.0, seed=3), system="Be brief.")
+    out = llm.generate(["Who?"], GenParams(max_new_tokens=7, temperature=0.0, top_p=1.0, seed=3), system="Be brief.")
     assert out == ["ANSWER to Who?"]
     req = requests[0]
     assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-test"
@@ -114,7 +115,7 @@ def test_openai_compatible_backend_against_a_loopback_server(fake_openai, monkey
                openai_params=OpenAIParams(base_url=url, model="broken", api_key_env="TEST_LLM_KEY", timeout=10.0,
                                           max_retries=0))
     with pytest.raises(LLMError, match="request for model 'broken' failed"):
-        bad.generate(["x"])
+        bad.generate(["x"], GREEDY)
     assert no_network == []
 
 
@@ -139,9 +140,9 @@ def test_unknown_backend():
 def test_local_smollm2_generates_offline(no_network, tmp_path):
     llm = CachedLLM(make("transformers", model="smollm2-135m-instruct", model_dir=model_dir("smollm2-135m-instruct"),
                          cache=False, device="cpu"), tmp_path / "r.sqlite")
-    [a] = llm.generate(["What is the capital of France? Answer with one word."], GenParams(max_new_tokens=8))
+    [a] = llm.generate(["What is the capital of France? Answer with one word."], GenParams(max_new_tokens=8, temperature=0.0, top_p=1.0, seed=0))
     assert "paris" in a.lower()
     hits = llm.hits
-    [b] = llm.generate(["What is the capital of France? Answer with one word."], GenParams(max_new_tokens=8))
+    [b] = llm.generate(["What is the capital of France? Answer with one word."], GenParams(max_new_tokens=8, temperature=0.0, top_p=1.0, seed=0))
     assert a == b and llm.hits == hits + 1 == 1
     assert no_network == []

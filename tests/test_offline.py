@@ -11,7 +11,7 @@ from biaslab.ragfair.seat_audit import run_seat_tests
 from test_fetch import manifest_for
 
 import fixtures
-from conftest import PARAMS
+from conftest import GREEDY, PARAMS
 
 
 def test_offline_paths_never_touch_the_network(no_network, tmp_path):
@@ -21,7 +21,7 @@ def test_offline_paths_never_touch_the_network(no_network, tmp_path):
     assert enc.encode(["offline sentence"]).shape == (1, 384)
 
     llm = make("rules", model=PARAMS.llm.model, model_dir=None, cache=True, device="cpu")
-    assert llm.generate(["x"], task="echo", inputs=[{"text": "kept"}]) == ["kept"]
+    assert llm.generate(["x"], GREEDY, task="echo", inputs=[{"text": "kept"}]) == ["kept"]
 
     mirror = fixtures.write_all(tmp_path / "mirror")
     fetch(["seat"], tmp_path / "raw", mirror=mirror, manifest=manifest_for(mirror, "seat"), allow_online=False,

@@ -102,6 +102,13 @@ def library_defaults(root: Path = REPO) -> list[tuple[str, str, str, str]]:
             for arg, d in [*zip(pos, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]:
                 if d is not None and arg.arg in names and (rel, node.name, arg.arg) not in ALLOWED:
                     out.append((rel, node.name, arg.arg, ast.unparse(d)))
+        # dataclass fields are signatures too (GenParams(max_new_tokens=...), MethodConfig(alpha=...))
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+                for item in node.body:
+                    if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None
+                            and item.target.id in names and (rel, node.name, item.target.id) not in ALLOWED):
+                        out.append((rel, node.name, item.target.id, ast.unparse(item.value)))
     return out
 
 
@@ -123,8 +130,10 @@ def test_the_drift_check_catches_a_shadowing_default(tmp_path):
     """The check itself can fail: a library function with `seed=0` is reported."""
     fake = tmp_path / "lib" / "biaslab"
     fake.mkdir(parents=True)
-    (fake / "x.py").write_text("def f(data, *, seed: int = 0, max_seq_length=128, other=1):\n    return data\n")
-    assert {(r[2], r[3]) for r in library_defaults(tmp_path)} == {("seed", "0"), ("max_seq_length", "128")}
+    (fake / "x.py").write_text("from dataclasses import dataclass\n\n\ndef f(data, *, seed: int = 0, max_seq_length=128, "
+                               "other=1):\n    return data\n\n\n@dataclass\nclass G:\n    temperature: float = 0.0\n")
+    assert {(r[2], r[3]) for r in library_defaults(tmp_path)} == {("seed", "0"), ("max_seq_length", "128"),
+                                                                   ("temperature", "0.0")}
 
 
 def test_library_never_reads_params_yaml():

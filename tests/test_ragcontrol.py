@@ -1,17 +1,18 @@
 """ragcontrol library: the multi-positive loss (against a direct computation), projection, Boltzmann sampling, bias
 measures and fits, judges, reader prompts, candidate labelling, training rows and partial fine-tuning."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from biaslab import losses
-from biaslab.llm import GenParams
 from biaslab.llm.rules import RuleBased
 from biaslab.ragcontrol import candidates, control, finetune, judges, prompts, reader
 
-from conftest import model_dir
+from conftest import GREEDY, model_dir
 
 
 def test_multi_positive_loss_equals_the_direct_formula_and_is_stable_at_scale_50():
@@ -74,9 +75,9 @@ def test_bias_percent_plain_and_expected():
 def test_linear_fit_recovers_slope_and_pareto_front():
     x = np.linspace(-60, 20, 12)
     y = 0.8 * x + 5 + np.random.default_rng(0).normal(0, 1, 12)
-    fit = control.linear_fit(x, y)
+    fit = control.linear_fit(x, y, 0.95)
     assert fit["slope_lo"] < 0.8 < fit["slope_hi"] and fit["r2"] > 0.99 and abs(fit["intercept"] - 5) < 2
-    assert np.isnan(control.linear_fit([1, 1, 1], [1, 2, 3])["slope"])
+    assert np.isnan(control.linear_fit([1, 1, 1], [1, 2, 3], 0.95)["slope"])
     front = control.pareto_front([-40, -10, 5, 30, 12], [0.5, 0.45, 0.40, 0.60, 0.30])
     assert front.tolist() == [2, 1, 3]  # (|bias|, utility): (5,.40) (10,.45) (30,.60); (12,.30), (40,.50) dominated
 
@@ -107,7 +108,7 @@ def test_politics_lookup_and_llm_judge_through_the_rules_backend():
     assert c.tolist() == [True, False, True, False] and lib.tolist() == [False, True, True, False]
     gj = judges.GenderLexiconJudge({"Megan": "female"})
     judges.register_offline(gender=gj, politics=pj)
-    llm_judge = judges.LLMJudge(RuleBased(), GenParams(max_new_tokens=4), ("female", "male"))
+    llm_judge = judges.LLMJudge(RuleBased(), dataclasses.replace(GREEDY, max_new_tokens=4), ("female", "male"))
     f, m = llm_judge.flags(["Megan scored.", "He scored."])
     assert f.tolist() == [True, False] and m.tolist() == [False, True]
     assert judges._is_yes("Yes.") and judges._is_yes("YES, it does") and not judges._is_yes("No")
@@ -263,7 +264,7 @@ def test_decide_maps_choices_back_to_sides_whatever_the_order():
 
     j = judges.GenderLexiconJudge({"Megan": "female", "Tom": "male"})
     assert reader.decide("GenderBias-QA", "generate", pd.concat([g, g]), ["Megan Rapinoe led.", None], llm=Echo(),
-                         gen=GenParams(), judge=j, max_doc_words=None) == ["female", None]
+                         gen=GREEDY, judge=j, max_doc_words=None) == ["female", None]
     with pytest.raises(ValueError, match="questions but"):
         reader.decide("GenderBias-QA", "likelihood", g, [None, None], scorer=FakeScorer(), max_doc_words=None)
 

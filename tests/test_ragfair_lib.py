@@ -1,5 +1,7 @@
 """ragfair library: probing scores and probe, extrinsic parity metrics, BBQ SEAT sets, pairs, losses, masking."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,7 +10,7 @@ import torch
 from biaslab import losses
 from biaslab.ragfair import bbq_build, bbq_seat, extrinsic, pairs, probing
 
-from conftest import model_dir
+from conftest import PARAMS, model_dir
 
 
 def bbq_frame() -> pd.DataFrame:
@@ -205,6 +207,17 @@ def test_nt_xent_equals_mnrl_cross_entropy_and_fairness_gap():
         losses.fairness_gap(q, a, b, "other")
 
 
+def recipe(**over):
+    """A debiasing recipe with ragfair.train's values from params.yaml, ``over`` replacing some."""
+    from biaslab.ragfair import debias
+
+    T = PARAMS.ragfair.train
+    base = {"lora": False, "wiseft": False, "alpha": 1.0, "beta": T.beta, "tau": T.tau, "fair_variant": T.fair_variant,
+            "lora_r": T.lora_r, "lora_alpha": T.lora_alpha, "lora_dropout": T.lora_dropout,
+            "lora_targets": tuple(T.lora_targets), "wiseft_layers": T.wiseft_layers, "wiseft_lambda": T.wiseft_lambda}
+    return debias.MethodConfig(**(base | over))
+
+
 @pytest.fixture
 def fresh_minilm():
     from biaslab.models import load_sentence_transformer
@@ -215,7 +228,7 @@ def fresh_minilm():
 def test_lora_prepare_trains_only_adapters_and_delta_w_is_exact(fresh_minilm):
     from biaslab.ragfair import debias
 
-    cfg = debias.MethodConfig(lora=True, lora_r=2, lora_alpha=4)
+    cfg = recipe(lora=True, lora_r=2, lora_alpha=4)
     n = debias.prepare(fresh_minilm, cfg)
     hf = debias.transformer(fresh_minilm)
     names = [k for k, p in hf.named_parameters() if p.requires_grad]
@@ -233,7 +246,7 @@ def test_lora_prepare_trains_only_adapters_and_delta_w_is_exact(fresh_minilm):
 def test_wiseft_trains_top_layers_and_interpolates(fresh_minilm):
     from biaslab.ragfair import debias
 
-    cfg = debias.MethodConfig(wiseft=True, wiseft_layers=2, wiseft_lambda=0.25)
+    cfg = recipe(wiseft=True, wiseft_layers=2, wiseft_lambda=0.25)
     hf = debias.transformer(fresh_minilm)
     base = {k: v.detach().clone() for k, v in hf.state_dict().items()}
     debias.prepare(fresh_minilm, cfg)
@@ -247,7 +260,7 @@ def test_wiseft_trains_top_layers_and_interpolates(fresh_minilm):
     torch.testing.assert_close(after[key], base[key] + 0.25)
     torch.testing.assert_close(after["encoder.layer.0.output.dense.weight"], base["encoder.layer.0.output.dense.weight"])
     with pytest.raises(ValueError, match="wiseft_layers must be in 1..6"):
-        debias.prepare(fresh_minilm, debias.MethodConfig(wiseft=True, wiseft_layers=9))
+        debias.prepare(fresh_minilm, recipe(wiseft=True, wiseft_layers=9))
 
 
 def test_head_mask_in_weights_equals_the_mask_gradient_hook(fresh_minilm):
@@ -303,3 +316,71 @@ def test_app61_grid_has_the_papers_272_runs_and_the_committed_config_matches(tmp
     assert (cfg.lora, cfg.wiseft, cfg.lora_r, cfg.lora_alpha, cfg.wiseft_layers, cfg.wiseft_lambda, cfg.tau,
             cfg.beta, cfg.alpha) == (True, True, 16, 32, 3, 0.75, 0.07, 1e-4, 1.0)
     assert debias.method_config(p.ragfair.train, "lora").lora_r == 8  # inherited from ragfair.train
+
+
+# ------------------------------------------------- why Table 2 rows came out identical (findings issue, item 1)
+def toy_pairs(n=16):
+    names = [("old man", "young woman"), ("grandfather", "granddaughter"), ("retiree", "teenager"), ("elder", "youth")]
+    rows = []
+    for i in range(n):
+        a, b = names[i % len(names)]
+        rows.append({"query": f"Who forgot the meeting number {i}?", "passage": f"Someone forgot meeting {i}.",
+                     "biased_stereotyped": f"The {a} forgot meeting {i}.",
+                     "biased_non_stereotyped": f"The {b} forgot meeting {i}."})
+    return pd.DataFrame(rows)
+
+
+def train_args(**over):
+    return {"epochs": 1, "batch_size": 8, "learning_rate": 1e-4, "warmup_ratio": 0.0, "max_grad_norm": 1.0, "seed": 0,
+            "device": "cpu", "max_seq_length": 32, "record": {}, "probe_batches": 0} | over
+
+
+def state(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(next(Path(folder).glob("model.safetensors"))))
+
+
+def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_path, fresh_minilm):
+    """α = 0 and α > 0 must train different weights: the fairness term is not detached or zeroed. It is, however,
+    small next to NT-Xent at the start of training — the measured reason the α = 0 control and the full framework
+    retrieve the same contexts at the CPU default size (reports: findings)."""
+    from sentence_transformers.base.losses.merged_forward import embed_columns
+
+    from biaslab.ragfair import debias
+
+    cfg = recipe(wiseft=True, wiseft_layers=2, alpha=1.0)
+    debias.prepare(fresh_minilm, cfg)
+    batch = toy_pairs(8)
+    feats = [fresh_minilm.tokenize(batch[c].tolist()) for c in debias.COLUMNS]
+    q, p, bs, bn = embed_columns(fresh_minilm, feats)
+    params = [x for x in fresh_minilm.parameters() if x.requires_grad]
+    g_fair = torch.autograd.grad(losses.fairness_gap(q, bs, bn, cfg.fair_variant), params, retain_graph=True,
+                                 allow_unused=True)
+    g_nce = torch.autograd.grad(losses.nt_xent(q, p, cfg.tau), params, allow_unused=True)
+    norm = lambda gs: float(torch.sqrt(sum((g ** 2).sum() for g in gs if g is not None)))  # noqa: E731
+    assert norm(g_fair) > 0  # the fairness term reaches the trainable weights
+    assert norm(g_fair) < norm(g_nce)  # ... but is the smaller of the two (measured ratio printed in the report)
+    out0, s0 = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "a0", recipe(wiseft=True, alpha=0.0),
+                            **train_args())
+    out1, s1 = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "a1", recipe(wiseft=True, alpha=1.0),
+                            **train_args(probe_batches=2))
+    g = s1["gradients_at_start"]
+    assert g["grad_norm_fair"] > 0 and g["alpha_fair_over_nt_xent"] == pytest.approx(
+        g["grad_norm_alpha_fair"] / g["grad_norm_nt_xent"])
+    w0, w1 = state(out0), state(out1)
+    diff = max(float((w0[k] - w1[k]).abs().max()) for k in w0)
+    assert diff > 0, "alpha = 0 and alpha = 1 trained identical weights: the fairness term does not reach them"
+    assert s0["last_terms"]["fair"] > 0 and s1["last_terms"]["fair"] > 0
+
+
+def test_a_lora_run_merges_changed_weights_into_a_plain_checkpoint(tmp_path):
+    from biaslab.ragfair import debias
+
+    out, summary = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "lora", recipe(lora=True),
+                                **train_args(learning_rate=1e-3))
+    trained, base = state(out), state(model_dir("minilm"))
+    assert not any("lora_" in k for k in trained)  # merged: a plain checkpoint
+    changed = [k for k in base if k in trained and not torch.equal(base[k], trained[k])]
+    assert changed and all(any(t in k for t in ("query", "key", "value")) for k in changed)
+    assert summary["last_terms"]["delta_w"] > 0

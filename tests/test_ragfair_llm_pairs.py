@@ -7,10 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.llm import GenParams, LLMError
+from biaslab.llm import LLMError
 from biaslab.llm.rules import RuleBased
 from biaslab.ragfair import llm_pairs
 from test_ragfair_lib import bbq_frame
+
+from conftest import GREEDY
 
 
 class BagOfWords:
@@ -55,22 +57,22 @@ def test_build_retrieves_the_closest_sentence_and_rephrases_it_three_ways():
     items = llm_pairs.grid(["Chess"], pd.DataFrame({"category": ["Age"], "stereotyped": ["old man"],
                                                     "other": ["young man"]}))
     sentences = ["Rivers flow to the sea.", "The history of chess goes back to India.", "Music has rhythm."]
-    out = llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GenParams(), top_k=2, sentences_per_query=1, words=50)
+    out = llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GREEDY, top_k=2, sentences_per_query=1, words=50)
     row = out.iloc[0]
     assert row["query"] == "history of chess" and row["sentence"] == sentences[1] and row["rank"] == 1
     assert row["passage"] == f"neutral: {sentences[1]}"
     assert row["biased_stereotyped"] == f"favours old man: {sentences[1]}"
     assert row["biased_non_stereotyped"] == f"favours young man: {sentences[1]}"
-    two = llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GenParams(), top_k=2,
+    two = llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GREEDY, top_k=2,
                           sentences_per_query=2, words=2)
     assert two["rank"].tolist() == [1, 2] and two["passage"].iloc[0] == "neutral: The history"  # cut at ceil(1.5 × 2) words
     with pytest.raises(ValueError, match="sentences_per_query"):
-        llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GenParams(), top_k=1,
+        llm_pairs.build(items, sentences, BagOfWords(), RuleBased(SCRIPT), GREEDY, top_k=1,
                         sentences_per_query=2, words=50)
 
 
 def test_the_offline_backend_refuses_instead_of_inventing_rephrasings():
     items = llm_pairs.grid(["Chess"], llm_pairs.group_pairs(bbq_frame(), None, seed=0).head(1))
     with pytest.raises(LLMError, match="no rule for task 'ragfair.neutral_query'.*llm.backend"):
-        llm_pairs.build(items, ["A sentence about chess."], BagOfWords(), RuleBased(), GenParams(), top_k=1,
+        llm_pairs.build(items, ["A sentence about chess."], BagOfWords(), RuleBased(), GREEDY, top_k=1,
                         sentences_per_query=1, words=50)

@@ -107,7 +107,7 @@ def test_analysis_fits_utility_pareto_and_checks():
     emb, rag_table = toy_rag()
     data = analysis.joined(emb, rag_table)
     assert set(data.loc[data["method"] == "base", "family"]) == {"fine-tune"}
-    fits = analysis.fits(data)
+    fits = analysis.fits(data, confidence=0.95)
     ft = fits[(fits["reader"] == "r1") & (fits["method"] == "fine-tune")].iloc[0]
     assert ft["slope"] == pytest.approx(0.5) and ft["intercept"] == pytest.approx(10) and ft["r2"] == pytest.approx(1)
     assert set(fits["method"]) == {"fine-tune", "projection", "sampling", "all settings"}
@@ -179,3 +179,120 @@ def test_loss_curve_figure():
     fig = loss_curve({"loss_curve": [(1, 2.0), (2, 1.0)]}, ylabel="loss", title="t")
     assert fig.axes[0].get_title() == "t" and len(fig.axes[0].lines) == 1
     assert len(loss_curve({"loss_curve": []}, ylabel="loss", title="empty").axes[0].lines) == 0
+
+
+# ------------------------------------------------------------------------------------------ findings and claims
+U = {"rounds": 500, "confidence": 0.95, "seed": 0}
+
+
+def toy_questions(slope=0.5, noise=0.0, n=40, seed=0):
+    """Retrievals and answers of one task / reader where the reader follows its document with probability
+    ``slope``: RAG bias = slope · embedder bias on average."""
+    rng = np.random.default_rng(seed)
+    rows, answers = [], []
+    settings = [("base", "base", 0.2), ("fine-tune", "r@m=0.5", 0.5), ("fine-tune", "r@m=1", 0.8),
+                ("projection", "alpha=1", 0.2), ("projection", "alpha=2", 0.4), ("projection", "alpha=3", 0.6),
+                ("sampling", "N=3,tau=1", 0.2), ("sampling", "N=8,tau=1", 0.22)]
+    for d, (method, setting, p_female) in enumerate(settings):
+        for q in range(n):
+            female = rng.random() < p_female
+            rows.append({"task": "GenderBias-QA", "method": method, "setting": setting, "qid": f"q{q}",
+                         "doc_id": d * n + q, "bias1": female, "bias2": not female,
+                         "p_bias1": float(p_female), "p_bias2": float(1 - p_female)})
+            side = ("female" if female else "male") if rng.random() < slope else rng.choice(["female", "male"])
+            answers.append({"task": "GenderBias-QA", "reader": "r1", "qid": f"q{q}", "doc_id": d * n + q,
+                            "side": side})
+    return pd.DataFrame(rows), pd.DataFrame(answers)
+
+
+def test_ragcontrol_question_table_reproduces_the_bias_percentages():
+    from biaslab.ragcontrol import control, findings
+
+    retrieved, answers = toy_questions()
+    t = findings.question_table(retrieved, answers)
+    base = t[t["setting"] == "base"]
+    r = retrieved[retrieved["setting"] == "base"]
+    assert base["emb"].mean() == pytest.approx(control.bias_percent(r["bias1"], r["bias2"]))
+    sides = answers.set_index("doc_id").loc[r["doc_id"], "side"]
+    assert base["rag"].mean() == pytest.approx(100 * ((sides == "female").mean() - (sides == "male").mean()))
+    assert set(t.loc[t["method"] == "base", "family"]) == {"fine-tune"}
+
+
+def test_ragcontrol_claims_on_a_reader_that_follows_its_documents():
+    from biaslab.ragcontrol import findings
+
+    retrieved, answers = toy_questions(slope=0.9, n=80)
+    t = findings.question_table(retrieved, answers)
+    util = pd.DataFrame([{"task": "GenderBias-QA", "method": m, "setting": s, "year": "dl19", "qid": str(q),
+                          "ndcg": v + 0.01 * q} for m, s, v in (("base", "base", 0.5), ("fine-tune", "r@m=1", 0.49),
+                                                                 ("projection", "alpha=3", 0.30)) for q in range(15)])
+    out = {c.claim: c for c in findings.claims(t, util, sampling_bound=10.0, **U)}
+    slope = next(c for k, c in out.items() if "fine-tune, slope" in k)
+    assert slope.verdict == "reproduced" and slope.ci_low > 0
+    assert next(c for k, c in out.items() if "moves the embedder" in k).verdict == "reproduced"
+    assert next(c for k, c in out.items() if "sampling" in k).verdict in ("reproduced", "inconclusive")
+    assert next(c for k, c in out.items() if "projecting" in k).verdict == "reproduced"
+    iv = findings.setting_intervals(t, **U)
+    assert (iv["rag_bias_ci_low"] <= iv["rag_bias"]).all() and (iv["rag_bias"] <= iv["rag_bias_ci_high"]).all()
+
+
+def test_ragcontrol_slope_of_an_insensitive_reader_is_not_called_positive():
+    from biaslab.ragcontrol import findings
+
+    retrieved, answers = toy_questions(slope=0.0, n=60, seed=3)
+    t = findings.question_table(retrieved, answers)
+    est = findings.slope(t[t["family"] == "fine-tune"], **U)
+    assert est.ci_low < 0 < est.ci_high  # a reader that ignores its documents has no measurable sensitivity
+
+
+def test_intersect_claims_pair_the_same_paragraphs():
+    from biaslab.intersect import findings
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for corpus in ("indic", "western"):
+        for subset in ("C1", "C2"):
+            for p in range(30):
+                unseen = p % 2 == 0
+                for model, j in (("BiasRetriever (B4_UB4)", 0.7), ("S-BERT-Base (frozen minilm)", 0.4),
+                                 ("BERT-MultiLabel (minilm)", 0.6 if not unseen else 0.3)):
+                    for k in (15, 30):
+                        rows.append({"model": model, "train_corpus": corpus, "subset": subset, "test_corpus": corpus,
+                                     "domain": "in-domain", "k": k, "paragraph_id": f"p{p}", "test_seen": not unseen,
+                                     "test_unseen": unseen, "jaccard": float(np.clip(j + rng.normal(0, 0.1), 0, 1)),
+                                     "exact_match": 0.0})
+    out = findings.claims(pd.DataFrame(rows), k=15, k_max=30, plateau_bound=0.05, **U)
+    verdicts = {c.claim.split(": ", 1)[1]: c.verdict for c in out if c.claim.startswith("indic")}
+    assert verdicts["BiasRetriever (SR-k4) beats its frozen base in-domain on D_test,N"] == "reproduced"
+    assert verdicts["BiasRetriever beats the BCE classifier on unseen categories"] == "reproduced"
+    assert verdicts["going from k = 15 to k = 30 changes Jaccard little (plateau)"] in ("reproduced", "inconclusive")
+
+
+def test_ragfair_intervals_and_claims_from_card_decisions():
+    from biaslab.ragfair import cards, findings
+
+    rng = np.random.default_rng(0)
+
+    def card(p_stereo):
+        dec = {}
+        for cat in ("Age", "Religion"):
+            gold = rng.choice(["stereotyped", "non-stereotyped", "unknown"], 120)
+            pred = np.where(rng.random(120) < p_stereo, "stereotyped", "non-stereotyped")
+            dec[cat] = (gold, pred, rng.random(120) < 0.3)
+        return cards.Card({}, pd.DataFrame(), dec)
+
+    base = card(0.8)
+    card_of = {"Baseline (frozen encoder)": base,
+               "Full framework": cards.Card({}, pd.DataFrame(), {c: (g, np.where(np.arange(120) % 2 == 0,
+                                                                                    "stereotyped", "non-stereotyped"),
+                                                                       h) for c, (g, _, h) in base.decisions.items()}),
+               "Full without fairness (alpha=0)": base}
+    iv = findings.intervals(card_of, **U)
+    spd = iv[(iv["checkpoint"] == "Full framework") & (iv["measure"] == "spd")].iloc[0]
+    assert spd["diff_ci_high"] < 0  # alternating answers remove the stereotyped preference
+    same = iv[(iv["checkpoint"] == "Full without fairness (alpha=0)") & (iv["measure"] == "spd")].iloc[0]
+    assert same["diff_vs_baseline"] == 0 and same["diff_ci_low"] == same["diff_ci_high"] == 0
+    out = {c.claim: c.verdict for c in findings.claims(card_of, {}, None, acc_drop_bound=2.0, **U)}
+    assert out["Full framework lowers SPD vs the frozen encoder"] == "reproduced"
+    assert out["the fairness term lowers SPD (Full framework vs its α = 0 control)"] == "reproduced"
+    assert out["the full framework costs little Acc@1 (change within the bound)"] == "reproduced"

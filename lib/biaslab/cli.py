@@ -8,6 +8,8 @@
     biaslab detect TEXT ... [--model DIR]      intersectional bias labels + top-k evidence (intersect §5)
     biaslab timings FILE                       where stages spent their time (runs with BIASLAB_TIMINGS=FILE)
     biaslab deps [--write] [--cell STAGE]      check (or rewrite) every stage's library / data / params deps
+    biaslab claims [PAPER ...]                 each paper's claims table (reports/<paper>/results/claims.csv) as
+                                               Markdown: verdict counts and every claim with its interval
 """
 
 from __future__ import annotations
@@ -141,6 +143,21 @@ def _cmd_deps(args) -> int:
     return deps.main([*(["--write"] if args.write else []), *(["--cell", args.cell] if args.cell else [])])
 
 
+def _cmd_claims(args) -> int:
+    from . import claims
+    from .paths import repo_root
+
+    root = repo_root()
+    papers = args.papers or sorted(p.parent.parent.name for p in (root / "reports").glob("*/results/claims.csv"))
+    for paper in papers:
+        path = root / "reports" / paper / "results" / "claims.csv"
+        if not path.exists():
+            print(f"biaslab: {path} does not exist; run the stage that writes it (dvc repro)", file=sys.stderr)
+            return 2
+        print(f"### {paper}\n\n{claims.markdown(claims.read(path))}\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="biaslab", description="biaslab: bias in text encoders and retrievers")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -179,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     dp.add_argument("--write", action="store_true", help="rewrite the lib/ deps of every stage in dvc.yaml")
     dp.add_argument("--cell", metavar="STAGE", help="print the parameters cell the stage's notebook should have")
     dp.set_defaults(fn=_cmd_deps)
+    c = sub.add_parser("claims", help="print each paper's claims table with computed verdicts as Markdown")
+    c.add_argument("papers", nargs="*", help="paper slugs (default: every paper with a claims.csv)")
+    c.set_defaults(fn=_cmd_claims)
     args = ap.parse_args(argv)
     from .config import ParamsError
     from .data import DataError

@@ -46,10 +46,18 @@ class Section(BaseModel):
 
 
 # ----------------------------------------------------------------------------------------- common
+class Uncertainty(Section):
+    """How every headline number's interval is computed (``biaslab.stats``)."""
+
+    rounds: int = Field(gt=0)  # bootstrap resamples
+    confidence: float = Field(gt=0, lt=1)  # two-sided interval level
+
+
 class Common(Section):
     seed: int
     device: str  # auto | cpu | cuda | cuda:N
     batch_size: int = Field(gt=0)  # encoding batch size
+    uncertainty: Uncertainty
 
     @field_validator("device")
     @classmethod

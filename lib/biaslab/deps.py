@@ -350,23 +350,13 @@ def unlisted_reads(stage: str, root: Path | None = None) -> list[str]:
 # ------------------------------------------------------------------------------ a notebook's parameters cell
 def parameter_cell(stage: str, root: Path | None = None) -> str:
     """The ``parameters`` cell a stage's notebook should have: its member names (from the stage's ``cmd``) with a
-    default member, then every flattened params name set to ``...`` (= the params.yaml value), grouped by key."""
+    default member, then every flattened params name set to ``...`` (= the params.yaml value), one per line with
+    the dotted key it carries (papermill parses one assignment per line)."""
     root = root or repo_root()
-    members = stages.stage_sets(stage, root)
-    lines = [f"{k} = \"{v}\"" for k, v in members.items()]
-    lines.append("# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage); set a value here, with "
-                 "papermill -p or `biaslab run STAGE --set name=value` to override it.")
-    groups: dict[str, list[str]] = {}
-    for key in stages.stage_params(stage, root):
-        label = key if not _is_leaf(key) or "." not in key else key.rsplit(".", 1)[0]
-        groups.setdefault(label, []).extend(config.leaf_names([key]))
-    for key, names in groups.items():
-        line = " = ".join(names) + " = ..."
-        while len(line) > 110:  # wrap a long group over several statements
-            cut = line.rfind(" = ", 0, 100)
-            lines.append(line[:cut] + " = ...")
-            line = line[cut + 3:]
-        lines.append(f"{line}  # {key}" if len(line) + len(key) + 4 <= 120 else line)
+    lines = [f"{k} = \"{v}\"  # the member this notebook runs" for k, v in stages.stage_sets(stage, root).items()]
+    lines += ["# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill",
+              "# -p or with `biaslab run STAGE --set name=value` to override it."]
+    lines += [f"{name} = ...  # {dotted}" for name, dotted in config.leaf_names(stages.stage_params(stage, root)).items()]
     return "\n".join(lines)
 
 

@@ -28,9 +28,11 @@ from biaslab.io import write_csv
 from biaslab.paths import repo_root, resolve
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-raw_dir = datasets = allow_online = ...  # data
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+raw_dir = ...  # data.raw_dir
+datasets = ...  # data.datasets
+allow_online = ...  # data.allow_online
 
 # %%
 P = config.stage_params(globals(), "fetch")

@@ -32,14 +32,27 @@ from biaslab.paths import repo_root, resolve
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-corpus = "indic"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-allow_downloads = encoder = local_dirs = ...  # models
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
-indi_n_unbiased = sbic_n_unbiased = sbic_unbiased_max_offensive = sbic_caps = ...  # intersect.reference
+corpus = "indic"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+raw_dir = ...  # data.raw_dir
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
+indi_n_unbiased = ...  # intersect.reference.indi_n_unbiased
+sbic_n_unbiased = ...  # intersect.reference.sbic_n_unbiased
+sbic_unbiased_max_offensive = ...  # intersect.reference.sbic_unbiased_max_offensive
+sbic_caps = ...  # intersect.reference.sbic_caps
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"

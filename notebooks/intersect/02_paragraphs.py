@@ -33,14 +33,26 @@ from biaslab.paths import repo_root
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-corpus = "indic"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-allow_downloads = encoder = local_dirs = ...  # models
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
-pool_size = ...  # intersect.paragraphs
-n_biased = n_unbiased = categories = ...  # intersect.paragraphs.corpora.indic
+corpus = "indic"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
+pool_size = ...  # intersect.paragraphs.pool_size
+n_biased = ...  # intersect.paragraphs.corpora.indic.n_biased
+n_unbiased = ...  # intersect.paragraphs.corpora.indic.n_unbiased
+categories = ...  # intersect.paragraphs.corpora.indic.categories
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"

@@ -27,11 +27,13 @@ from biaslab.io import write_csv, write_parquet
 from biaslab.paths import repo_root
 
 # %% tags=["parameters"]
-corpus = "indic"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = ...  # common
-seen_train = unbiased_train = subsets = ...  # intersect.splits
+corpus = "indic"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+seen_train = ...  # intersect.splits.seen_train
+unbiased_train = ...  # intersect.splits.unbiased_train
+subsets = ...  # intersect.splits.subsets
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"

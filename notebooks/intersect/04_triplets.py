@@ -32,14 +32,28 @@ from biaslab.paths import repo_root, resolve
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-corpus = "indic"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
-mining_model = k = k_large = unbiased_negative_share = llm_per_strategy = ...  # intersect.triplets
-allow_downloads = encoder = local_dirs = ...  # models
+corpus = "indic"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+raw_dir = ...  # data.raw_dir
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
+mining_model = ...  # intersect.triplets.mining_model
+k = ...  # intersect.triplets.k
+k_large = ...  # intersect.triplets.k_large
+unbiased_negative_share = ...  # intersect.triplets.unbiased_negative_share
+llm_per_strategy = ...  # intersect.triplets.llm_per_strategy
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 assert corpus in ("indic", "western"), f"corpus must be indic or western, got {corpus!r}"

@@ -31,12 +31,22 @@ from biaslab.plots import loss_curve, set_style
 from biaslab.train import train_mnrl
 
 # %% tags=["parameters"]
-run = "indic-srk4-C1"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = ...  # common
-base_model = epochs = batch_size = learning_rate = warmup_ratio = scale = max_seq_length = max_triplets = ...
-allow_downloads = encoder = local_dirs = ...  # models
+run = "indic-srk4-C1"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+base_model = ...  # intersect.train.base_model
+epochs = ...  # intersect.train.epochs
+batch_size = ...  # intersect.train.batch_size
+learning_rate = ...  # intersect.train.learning_rate
+warmup_ratio = ...  # intersect.train.warmup_ratio
+scale = ...  # intersect.train.scale
+max_seq_length = ...  # intersect.train.max_seq_length
+max_triplets = ...  # intersect.train.max_triplets
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 P = config.stage_params(globals(), f"intersect_train@{run}")

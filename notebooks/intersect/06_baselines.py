@@ -32,20 +32,42 @@ import pandas as pd
 from biaslab import config, models
 from biaslab.intersect import baselines as bl
 from biaslab.intersect.paragraphs import canonical
-from biaslab.io import write_csv
+from biaslab.io import write_csv, write_parquet
 from biaslab.llm import GenParams, make
 from biaslab.paths import repo_root
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = ...  # common
-backbone = subsets = epochs = batch_size = learning_rate = max_length = soft_hamming_backbone = ...
-soft_hamming_tau = soft_hamming_max_epochs = soft_hamming_patience = soft_hamming_val_fraction = ...
-soft_hamming_subsets = zero_shot_backend = zero_shot_max_paragraphs = threshold = ...  # intersect.baselines
-allow_downloads = encoder = local_dirs = ...  # models
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+backbone = ...  # intersect.baselines.backbone
+subsets = ...  # intersect.baselines.subsets
+epochs = ...  # intersect.baselines.epochs
+batch_size = ...  # intersect.baselines.batch_size
+learning_rate = ...  # intersect.baselines.learning_rate
+max_length = ...  # intersect.baselines.max_length
+soft_hamming_backbone = ...  # intersect.baselines.soft_hamming_backbone
+soft_hamming_tau = ...  # intersect.baselines.soft_hamming_tau
+soft_hamming_max_epochs = ...  # intersect.baselines.soft_hamming_max_epochs
+soft_hamming_patience = ...  # intersect.baselines.soft_hamming_patience
+soft_hamming_val_fraction = ...  # intersect.baselines.soft_hamming_val_fraction
+soft_hamming_subsets = ...  # intersect.baselines.soft_hamming_subsets
+zero_shot_backend = ...  # intersect.baselines.zero_shot_backend
+zero_shot_max_paragraphs = ...  # intersect.baselines.zero_shot_max_paragraphs
+zero_shot_max_new_tokens = ...  # intersect.baselines.zero_shot_max_new_tokens
+threshold = ...  # intersect.baselines.threshold
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
 
 # %%
 P = config.stage_params(globals(), "intersect_baselines")
@@ -57,7 +79,7 @@ seed_everything(P.common.seed)
 
 
 # %%
-rows = []
+rows, per_paragraph = [], []
 for corpus in ("indic", "western"):
     paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
     splits = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/splits.parquet")
@@ -76,8 +98,10 @@ for corpus in ("indic", "western"):
                       learning_rate=B.learning_rate, patience=B.soft_hamming_patience if soft else None,
                       val_fraction=B.soft_hamming_val_fraction, seed=P.common.seed)
         name = f"{'Soft-Hamming' if soft else 'BERT-MultiLabel'} ({backbone_name})"
-        rows += bl.test_scores(name, corpus, subset, test, clf.predict(test["text"].tolist(), B.threshold))
-        print(f"{corpus} {subset} {name}: {log}")
+        preds = clf.predict(test["text"].tolist(), B.threshold)
+        rows += bl.test_scores(name, corpus, subset, test, preds)
+        per_paragraph.append(bl.paragraph_rows(name, corpus, subset, test, preds))
+        print(f"{corpus} {subset} {name}: {log}; {len(set(map(tuple, preds)))} distinct predicted label sets")
 
 # %% [markdown]
 # Zero-shot classification with the Fig. 21 prompt (answers parsed back to labels; anything unparseable counts
@@ -87,7 +111,7 @@ for corpus in ("indic", "western"):
 if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
     llm = make(B.zero_shot_backend, model=P.llm.model, model_dir=M.get(P.llm.model), cache=True,
                device=P.common.device, openai_params=P.llm.openai)
-    gen = GenParams(max_new_tokens=16, temperature=0.0, seed=P.common.seed)
+    gen = GenParams(max_new_tokens=B.zero_shot_max_new_tokens, temperature=0.0, top_p=1.0, seed=P.common.seed)
     for corpus in ("indic", "western"):
         paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
         splits = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/splits.parquet")
@@ -106,4 +130,6 @@ if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
 
 baselines = pd.DataFrame(rows)
 write_csv(ROOT / "reports/intersect/results/baselines_long.csv", baselines)
+write_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.parquet", pd.concat(per_paragraph,
+                                                                                          ignore_index=True))
 baselines.groupby(["model", "train_corpus", "test_set"])["jaccard"].agg(["mean", "std", "count"]).round(3)

@@ -24,21 +24,36 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from biaslab import claims as cl
 from biaslab import config, models
 from biaslab.embed import Encoder
 from biaslab.intersect import evaluate as ev
+from biaslab.intersect import findings
 from biaslab.intersect.triplets import MODEL_NAMES
-from biaslab.io import write_csv, write_json
+from biaslab.io import write_csv, write_json, write_parquet
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-device = batch_size = ...  # common
-base_model = runs = ...  # intersect.train
-k = k_sweep = aggregation = threshold = top_m = weighted = ...  # intersect.evaluate
-allow_downloads = encoder = local_dirs = ...  # models
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+rounds = ...  # common.uncertainty.rounds
+confidence = ...  # common.uncertainty.confidence
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+base_model = ...  # intersect.train.base_model
+runs = ...  # intersect.train.runs
+k = ...  # intersect.evaluate.k
+k_sweep = ...  # intersect.evaluate.k_sweep
+aggregation = ...  # intersect.evaluate.aggregation
+threshold = ...  # intersect.evaluate.threshold
+top_m = ...  # intersect.evaluate.top_m
+weighted = ...  # intersect.evaluate.weighted
+plateau_bound = ...  # intersect.evaluate.plateau_bound
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 P = config.stage_params(globals(), "intersect_evaluate")
@@ -58,13 +73,14 @@ frames = []
 for run in T.runs:
     corpus, strategy, subset = run.split("-")
     enc = Encoder(ROOT / "data/models/intersect" / run, device=P.common.device, batch_size=P.common.batch_size)
-    frames.append(ev.evaluate_detector(enc, model=f"BiasRetriever ({MODEL_NAMES[strategy]})", train_corpus=corpus,
-                                       subset=subset, corpora=corpora, ks=ks, **agg))
+    frames.append(ev.paragraph_scores(enc, model=f"BiasRetriever ({MODEL_NAMES[strategy]})", train_corpus=corpus,
+                                      subset=subset, corpora=corpora, ks=ks, **agg))
 base = Encoder(M[T.base_model], device=P.common.device, batch_size=P.common.batch_size)
-for corpus, subset in sorted({(r.split("-")[0], r.split("-")[2]) for r in T.runs}):
-    frames.append(ev.evaluate_detector(base, model=f"S-BERT-Base (frozen {T.base_model})", train_corpus=corpus,
-                                       subset=subset, corpora={corpus: corpora[corpus]}, ks=ks, **agg))
-results = pd.concat(frames, ignore_index=True)
+frames.append(ev.base_scores(base, model=f"S-BERT-Base (frozen {T.base_model})",
+                             runs=[(r.split("-")[0], r.split("-")[2]) for r in T.runs], corpora=corpora, ks=ks, **agg))
+per_paragraph = pd.concat(frames, ignore_index=True)
+write_parquet(ROOT / "data/processed/intersect/detection_per_paragraph.parquet", per_paragraph, index=False)
+results = ev.aggregate(per_paragraph)
 write_csv(OUT / "detection_long.csv", results)
 # classifier and zero-shot baselines do not retrieve: their scores join the table at every k
 baselines = pd.read_csv(OUT / "baselines_long.csv")
@@ -74,8 +90,21 @@ summary = ev.summarise(results, E.k)
 write_csv(OUT / "summary.csv", summary)
 summary.round(3)
 
+# %% [markdown]
+# ## Uncertainty and the paper's claims
+# Paired per-paragraph Jaccard differences (the same held-out paragraphs of each subset C_i, resampled within
+# subsets) with bootstrap intervals; each claim a verdict computed from them.
+
 # %%
-metrics = {"k": E.k, "aggregation": agg, "jaccard": ev.headline(summary)}
+U = P.common.uncertainty
+clf = pd.read_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.parquet").assign(k=E.k)
+claims = cl.write(OUT / "claims.csv", findings.claims(
+    pd.concat([per_paragraph, clf], ignore_index=True), k=E.k, k_max=max(ks), plateau_bound=E.plateau_bound,
+    rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
+claims
+
+# %%
+metrics = {"k": E.k, "aggregation": agg, "jaccard": ev.headline(summary), "claims": cl.summary(claims)}
 write_json(OUT / "metrics.json", metrics)
 metrics
 
@@ -91,7 +120,8 @@ for domain, fname, paper_fig in (("in-domain", "fig2_in_domain.png", "Fig. 2"),
     g = sns.catplot(data=d, x="test_set", y="jaccard", hue="model", col="test_corpus", kind="bar",
                     errorbar="sd", order=["seen", "unseen", "all"], height=3.2, aspect=1.2)
     g.set_axis_labels("test set", f"Jaccard @ k={E.k}")
-    g.figure.suptitle(f"Reproduces the paper's {paper_fig}: {domain} detection", y=1.04)
+    g.figure.suptitle(f"{domain.capitalize()} detection: Jaccard @ k={E.k} per test set (mean ± sd over subsets; "
+                      f"cf. the paper's {paper_fig})", y=1.04)
     save_figure(g.figure, OUT / fname)
     plt.show()
 
@@ -104,7 +134,7 @@ write_csv(OUT / "k_sweep.csv", sweep)
 g = sns.relplot(data=sweep, x="k", y="jaccard", hue="model", style="domain", col="test_corpus", kind="line",
                 marker="o", height=3.2, aspect=1.2)
 g.set_axis_labels("k (retrieved sentences)", "Jaccard on D_test,N")
-g.figure.suptitle("Reproduces the paper's Figs. 4/5: impact of retrieval depth", y=1.04)
+g.figure.suptitle("Jaccard on D_test,N against retrieval depth k (cf. the paper's Figs. 4/5)", y=1.04)
 save_figure(g.figure, OUT / "fig4_5_k_sweep.png")
 plt.show()
 
@@ -121,6 +151,7 @@ g = sns.catplot(data=abl, x="model", y="jaccard", col="train_corpus", kind="bar"
                 aspect=1.3)
 g.set_axis_labels("", f"Jaccard on D_test,N @ k={k_abl}")
 g.set_xticklabels(rotation=20, ha="right")
-g.figure.suptitle("Reproduces the paper's Fig. 6: triplet strategy ablation", y=1.04)
+g.figure.suptitle(f"Jaccard on D_test,N per trained triplet strategy and the frozen base, k = {k_abl} "
+                  "(cf. the paper's Fig. 6)", y=1.04)
 save_figure(g.figure, OUT / "fig6_strategy_ablation.png")
 plt.show()

@@ -35,15 +35,32 @@ from biaslab.ragcontrol import finetune, judges, prepare, tasks
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-task = "GenderBias-QA"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-embedder = max_seq_length = judge = ...  # ragcontrol
-top_k = corpora = max_pool = max_positives = max_negatives = pad_negatives_with_neutral = ...  # ragcontrol.candidates
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
-allow_downloads = encoder = local_dirs = ...  # models
+task = "GenderBias-QA"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+raw_dir = ...  # data.raw_dir
+embedder = ...  # ragcontrol.embedder
+max_seq_length = ...  # ragcontrol.max_seq_length
+judge = ...  # ragcontrol.judge
+top_k = ...  # ragcontrol.candidates.top_k
+corpora = ...  # ragcontrol.candidates.corpora
+max_pool = ...  # ragcontrol.candidates.max_pool
+max_positives = ...  # ragcontrol.candidates.max_positives
+max_negatives = ...  # ragcontrol.candidates.max_negatives
+pad_negatives_with_neutral = ...  # ragcontrol.candidates.pad_negatives_with_neutral
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 tasks.check_task(task)

@@ -29,13 +29,23 @@ from biaslab.plots import loss_curve, save_figure, set_style
 from biaslab.ragcontrol import finetune
 
 # %% tags=["parameters"]
-run = "gender-full"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = ...  # common
-embedder = ...  # ragcontrol
-epochs = batch_size = learning_rate = weight_decay = warmup_steps = scale = max_seq_length = runs = ...
-allow_downloads = encoder = local_dirs = ...  # models
+run = "gender-full"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+embedder = ...  # ragcontrol.embedder
+epochs = ...  # ragcontrol.train.epochs
+batch_size = ...  # ragcontrol.train.batch_size
+learning_rate = ...  # ragcontrol.train.learning_rate
+weight_decay = ...  # ragcontrol.train.weight_decay
+warmup_steps = ...  # ragcontrol.train.warmup_steps
+scale = ...  # ragcontrol.train.scale
+max_seq_length = ...  # ragcontrol.train.max_seq_length
+runs = ...  # ragcontrol.train.runs
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 P = config.stage_params(globals(), f"ragcontrol_train@{run}")

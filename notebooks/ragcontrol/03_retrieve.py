@@ -32,17 +32,28 @@ from biaslab.ragcontrol import figures, retrieval
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-tasks = embedder = max_seq_length = ...  # ragcontrol
-runs = merges = ...  # ragcontrol.train
-alphas = words = ...  # ragcontrol.projection
-top_n = taus = ...  # ragcontrol.sampling
-trec_dl = k = max_queries = ...  # ragcontrol.utility
-max_questions = ...  # ragcontrol.reader
-allow_downloads = encoder = local_dirs = ...  # models
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+raw_dir = ...  # data.raw_dir
+tasks = ...  # ragcontrol.tasks
+embedder = ...  # ragcontrol.embedder
+max_seq_length = ...  # ragcontrol.max_seq_length
+runs = ...  # ragcontrol.train.runs
+merges = ...  # ragcontrol.train.merges
+alphas = ...  # ragcontrol.projection.alphas
+words = ...  # ragcontrol.projection.words
+top_n = ...  # ragcontrol.sampling.top_n
+taus = ...  # ragcontrol.sampling.taus
+trec_dl = ...  # ragcontrol.utility.trec_dl
+k = ...  # ragcontrol.utility.k
+max_queries = ...  # ragcontrol.utility.max_queries
+max_questions = ...  # ragcontrol.reader.max_questions
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 P = config.stage_params(globals(), "ragcontrol_retrieve")
@@ -56,7 +67,7 @@ DL = retrieval.utility_sets(RAW, C.utility.trec_dl, C.utility.max_queries, P.com
 print({y: d[0]["qid"].nunique() for y, d in DL.items()}, "judged TREC DL queries for utility")
 
 # %%
-retrieved, summary, subsets = retrieval.study(
+retrieved, summary, subsets, per_query = retrieval.study(
     M[C.embedder], tasks=C.tasks, tasks_dir=ROOT / "data/processed/ragcontrol/tasks",
     models_dir=ROOT / "data/models/ragcontrol", runs=C.train.runs, merges=C.train.merges, projection=C.projection,
     sampling=C.sampling, utility_data=DL, utility_k=C.utility.k, max_questions=C.reader.max_questions,
@@ -65,6 +76,7 @@ write_parquet(ROOT / "data/processed/ragcontrol/retrieval/retrievals.parquet", r
 write_csv(ROOT / "reports/ragcontrol/retrieval/embedders.csv", summary)
 write_parquet(ROOT / "data/processed/ragcontrol/retrieval/reader_subset.parquet", retrieval.subset_frame(subsets),
               index=False)
+write_parquet(ROOT / "data/processed/ragcontrol/retrieval/utility_per_query.parquet", per_query, index=False)
 summary.round(3)
 
 # %% [markdown]

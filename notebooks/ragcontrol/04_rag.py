@@ -33,14 +33,29 @@ from biaslab.ragcontrol import tasks as task_data
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-reader_key = "smollm2"
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = ...  # common
-tasks = judge = readers = ...  # ragcontrol
-max_questions = max_doc_words = batch_size = generation_check = ...  # ragcontrol.reader
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
-allow_downloads = encoder = local_dirs = ...  # models
+reader_key = "smollm2"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+tasks = ...  # ragcontrol.tasks
+judge = ...  # ragcontrol.judge
+max_questions = ...  # ragcontrol.reader.max_questions
+max_doc_words = ...  # ragcontrol.reader.max_doc_words
+batch_size = ...  # ragcontrol.reader.batch_size
+generation_check = ...  # ragcontrol.reader.generation_check
+generation_tokens = ...  # ragcontrol.reader.generation_tokens
+readers = ...  # ragcontrol.readers
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 P = config.stage_params(globals(), f"ragcontrol_rag@{reader_key}")
@@ -59,7 +74,7 @@ scorer = reader.OptionScorer(R.name, M.get(R.name), device=P.common.device, batc
 generator = None
 if "generate" in (R.gender_mode, R.politics_mode):
     generator = reader.generator(R, P.llm.openai, device=P.common.device, model_dirs=M)
-GEN = GenParams(max_new_tokens=32, temperature=0.0, seed=P.common.seed)  # public code: greedy, 32 new tokens
+GEN = GenParams(max_new_tokens=S.generation_tokens, temperature=0.0, top_p=1.0, seed=P.common.seed)  # greedy
 reader_model = f"{R.engine}:{R.name}"
 retrieved = pd.read_parquet(DATA / "retrieval/retrievals.parquet")
 subset = pd.read_parquet(DATA / "retrieval/reader_subset.parquet")

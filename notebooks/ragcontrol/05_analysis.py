@@ -22,16 +22,22 @@
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from biaslab import claims as cl
 from biaslab import config
 from biaslab.io import write_csv, write_json
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
-from biaslab.ragcontrol import analysis, figures
+from biaslab.ragcontrol import analysis, figures, findings
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-tasks = readers = ...  # ragcontrol
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+rounds = ...  # common.uncertainty.rounds
+confidence = ...  # common.uncertainty.confidence
+sampling_bound = ...  # ragcontrol.claims.sampling_bound
+tasks = ...  # ragcontrol.tasks
+readers = ...  # ragcontrol.readers
 
 # %%
 P = config.stage_params(globals(), "ragcontrol_analysis")
@@ -49,7 +55,7 @@ data[data["method"] != "sampling"].round(2)
 # ## Linear fits: RAG bias = sensitivity × embedder bias + offset (per task, reader and control method)
 
 # %%
-fits = analysis.fits(data)
+fits = analysis.fits(data, confidence=P.common.uncertainty.confidence)
 write_csv(OUT / "fits.csv", fits)
 fits.round(3)
 
@@ -98,8 +104,29 @@ write_csv(OUT / "pareto_frontier.csv", fronts[["task", "reader", "method", "sett
 comparison = analysis.comparison(data, fits)
 write_csv(OUT / "comparison.csv", comparison)
 checks = analysis.checks(data, comparison, util)
-write_json(OUT / "metrics.json", {"fits": fits.to_dict("records"), "checks": checks})
+checks_table = checks
 comparison.round(3)
 
 # %%
 pd.DataFrame(checks).T
+
+# %% [markdown]
+# ## Uncertainty and the appendix's claims
+# Per setting, RAG bias and embedder bias with bootstrap intervals over the reader's questions; each claim a verdict
+# computed from such intervals (slopes re-fitted on resampled questions, paired differences per question or per
+# judged TREC DL query).
+
+# %%
+U = P.common.uncertainty
+DATA = ROOT / "data/processed/ragcontrol"
+answers = pd.concat([pd.read_parquet(DATA / "rag" / k / "answers.parquet") for k in reader_keys], ignore_index=True)
+questions = findings.question_table(pd.read_parquet(DATA / "retrieval/retrievals.parquet"), answers)
+intervals = findings.setting_intervals(questions, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
+write_csv(OUT / "intervals.csv", intervals)
+claims = cl.write(OUT / "claims.csv", findings.claims(
+    questions, pd.read_parquet(DATA / "retrieval/utility_per_query.parquet"),
+    sampling_bound=P.ragcontrol.claims.sampling_bound, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
+claims
+
+# %%
+write_json(OUT / "metrics.json", {"fits": fits.to_dict("records"), "checks": checks_table, "claims": cl.summary(claims)})

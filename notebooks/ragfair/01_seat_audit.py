@@ -37,12 +37,21 @@ from biaslab.ragfair.seat_audit import plot_effect_sizes, run_seat_tests, summar
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-model = tests = n_samples = exact_limit = e_max = alpha = ...  # ragfair.seat
-allow_downloads = encoder = local_dirs = ...  # models
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+raw_dir = ...  # data.raw_dir
+model = ...  # ragfair.seat.model
+tests = ...  # ragfair.seat.tests
+n_samples = ...  # ragfair.seat.n_samples
+exact_limit = ...  # ragfair.seat.exact_limit
+e_max = ...  # ragfair.seat.e_max
+alpha = ...  # ragfair.seat.alpha
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
 
 # %%
 P = config.stage_params(globals(), "ragfair_seat")

@@ -32,11 +32,15 @@ from biaslab.ragfair import bbq_build, bbq_generate
 from biaslab.ragfair.pairs import split_templates
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = ...  # common
-raw_dir = ...  # data
-categories = regenerate_seed = max_pairs = check_categories = eval_fraction = ...  # ragfair.bbq
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+raw_dir = ...  # data.raw_dir
+categories = ...  # ragfair.bbq.categories
+regenerate_seed = ...  # ragfair.bbq.regenerate_seed
+max_pairs = ...  # ragfair.bbq.max_pairs
+check_categories = ...  # ragfair.bbq.check_categories
+eval_fraction = ...  # ragfair.bbq.eval_fraction
 
 # %%
 P = config.stage_params(globals(), "ragfair_bbq")

@@ -37,12 +37,24 @@ from biaslab.ragfair import bbq_build, bbq_seat, paper, probing
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-model = max_rows_per_category = tau = folds = ridge_alphas = shuffles = seat_n_samples = ...  # ragfair.probing
-allow_downloads = encoder = local_dirs = ...  # models
-exact_limit = e_max = alpha = ...  # ragfair.seat
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+model = ...  # ragfair.probing.model
+max_rows_per_category = ...  # ragfair.probing.max_rows_per_category
+tau = ...  # ragfair.probing.tau
+folds = ...  # ragfair.probing.folds
+ridge_alphas = ...  # ragfair.probing.ridge_alphas
+shuffles = ...  # ragfair.probing.shuffles
+seat_n_samples = ...  # ragfair.probing.seat_n_samples
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+exact_limit = ...  # ragfair.seat.exact_limit
+e_max = ...  # ragfair.seat.e_max
+alpha = ...  # ragfair.seat.alpha
 
 # %%
 P = config.stage_params(globals(), "ragfair_diagnosis")
@@ -84,7 +96,7 @@ fig, ax = plt.subplots(figsize=(7, 4.2))
 heat = probe.pivot(index="category", columns="layer", values="bias_mean")
 sns.heatmap(heat, annot=True, fmt=".2f", cmap="vlag", center=0, ax=ax, cbar_kws={"label": "mean Bias(ℓ)"})
 ax.set(xlabel="layer (0 = embeddings)", ylabel="")
-ax.set_title(f"Reproduces the paper's Fig. 1: layer-wise bias by BBQ category ({D.model}, τ = {D.tau})")
+ax.set_title(f"Mean probed Bias(ℓ) per layer and BBQ category ({D.model}, τ = {D.tau}; cf. the paper's Fig. 1)")
 save_figure(fig, OUT / "fig1_probing_heatmap.png")
 plt.show()
 

@@ -39,14 +39,26 @@ from biaslab.ragfair import llm_pairs
 from biaslab.ragfair import pairs as pr
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-base_model = ...  # ragfair.train
-backend = model = max_new_tokens = temperature = top_p = cache = openai = ...  # llm
-source = n_pairs = llm_pipeline = ...  # ragfair.pairs
-allow_downloads = encoder = local_dirs = ...  # models
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+raw_dir = ...  # data.raw_dir
+base_model = ...  # ragfair.train.base_model
+backend = ...  # llm.backend
+model = ...  # llm.model
+max_new_tokens = ...  # llm.max_new_tokens
+temperature = ...  # llm.temperature
+top_p = ...  # llm.top_p
+cache = ...  # llm.cache
+openai = ...  # llm.openai
+source = ...  # ragfair.pairs.source
+n_pairs = ...  # ragfair.pairs.n_pairs
+llm_pipeline = ...  # ragfair.pairs.llm_pipeline
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+batch_size = ...  # common.batch_size
 
 # %%
 P = config.stage_params(globals(), "ragfair_pairs")

@@ -33,25 +33,45 @@ import json
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from biaslab import claims as cl
 from biaslab import config, models
 from biaslab.data import seat as seat_data
 from biaslab.io import write_csv, write_json
 from biaslab.paths import repo_root, resolve
 from biaslab.plots import save_figure, set_style
-from biaslab.ragfair import bbq_build, bbq_seat, evaluation
+from biaslab.ragfair import bbq_build, bbq_seat, evaluation, findings
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
-# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill -p
-# or with `biaslab run STAGE --set name=value` to override it.
-seed = device = batch_size = ...  # common
-raw_dir = ...  # data
-tests = exact_limit = e_max = alpha = ...  # ragfair.seat
-base_model = runs = ...  # ragfair.train
-tau = folds = ridge_alphas = shuffles = ...  # ragfair.probing
-fraction = seat_categories = ...  # ragfair.head_mask
-max_rows_per_category = seat_n_samples = bootstrap_rounds = checkpoints = include_all_runs = ...  # ragfair.evaluate
-allow_downloads = encoder = local_dirs = ...  # models
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+rounds = ...  # common.uncertainty.rounds
+confidence = ...  # common.uncertainty.confidence
+raw_dir = ...  # data.raw_dir
+tests = ...  # ragfair.seat.tests
+base_model = ...  # ragfair.train.base_model
+runs = ...  # ragfair.train.runs
+tau = ...  # ragfair.probing.tau
+folds = ...  # ragfair.probing.folds
+ridge_alphas = ...  # ragfair.probing.ridge_alphas
+fraction = ...  # ragfair.head_mask.fraction
+seat_categories = ...  # ragfair.head_mask.seat_categories
+max_rows_per_category = ...  # ragfair.evaluate.max_rows_per_category
+seat_n_samples = ...  # ragfair.evaluate.seat_n_samples
+bootstrap_rounds = ...  # ragfair.evaluate.bootstrap_rounds
+checkpoints = ...  # ragfair.evaluate.checkpoints
+include_all_runs = ...  # ragfair.evaluate.include_all_runs
+acc_drop_bound = ...  # ragfair.evaluate.acc_drop_bound
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+exact_limit = ...  # ragfair.seat.exact_limit
+e_max = ...  # ragfair.seat.e_max
+alpha = ...  # ragfair.seat.alpha
+shuffles = ...  # ragfair.probing.shuffles
 
 # %%
 P = config.stage_params(globals(), "ragfair_evaluate")
@@ -120,5 +140,21 @@ fig = evaluation.correlation_figure(evaluation.norm_points(per_category), corr)
 save_figure(fig, OUT / "intrinsic_vs_extrinsic.png")
 plt.show()
 
+# %% [markdown]
+# ## Uncertainty and the paper's claims
+# Every checkpoint's SPD, EOD and Acc@1 with a bootstrap interval over the evaluation rows (resampled within BBQ
+# categories) and its paired difference from the frozen baseline on the same resamples; then each claim of §4.1–4.3
+# as a verdict computed from those intervals (`biaslab.claims`: reproduced / contradicted / inconclusive).
+
 # %%
-write_json(OUT / "metrics.json", evaluation.metrics(card_table, table2, corr, len(rows)))
+U = P.common.uncertainty
+intervals = findings.intervals(card_of, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
+write_csv(OUT / "intervals.csv", intervals)
+trend = pd.read_csv(ROOT / "reports/ragfair/diagnosis/depth_trend.csv")
+claims = cl.write(OUT / "claims.csv", findings.claims(card_of, corr, trend, acc_drop_bound=E.acc_drop_bound,
+                                                      rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
+claims
+
+# %%
+write_json(OUT / "metrics.json", evaluation.metrics(card_table, table2, corr, len(rows)) | {
+    "claims": cl.summary(claims)})

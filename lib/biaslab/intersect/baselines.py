@@ -171,3 +171,16 @@ def test_scores(model: str, corpus: str, subset: str, rows: pd.DataFrame, preds:
                     "domain": "in-domain", "test_set": name,
                     **mean_scores(trues, [p for p, m in zip(preds, mask, strict=True) if m])})
     return out
+
+
+def paragraph_rows(model: str, corpus: str, subset: str, rows: pd.DataFrame, preds: Sequence[Sequence[str]]
+                   ) -> pd.DataFrame:
+    """Per held-out paragraph: the classifier's Jaccard and exact match (in-domain), for paired comparisons."""
+    from ..metrics.detection import exact_match, jaccard
+
+    trues = [list(t) for t in rows["labels"]]
+    return pd.DataFrame({"model": model, "train_corpus": corpus, "subset": subset, "test_corpus": corpus,
+                         "domain": "in-domain", "paragraph_id": rows["paragraph_id"].to_numpy(),
+                         "test_seen": rows["test_seen"].to_numpy(), "test_unseen": rows["test_unseen"].to_numpy(),
+                         "jaccard": [jaccard(t, p) for t, p in zip(trues, preds, strict=True)],
+                         "exact_match": [exact_match(t, p) for t, p in zip(trues, preds, strict=True)]})

@@ -97,6 +97,7 @@ class IntersectBaselines(Section):
     soft_hamming_subsets: list[str]
     zero_shot_backend: Literal["none", "transformers", "openai"]
     zero_shot_max_paragraphs: int = Field(ge=0)  # per corpus, sampled from the held-out paragraphs
+    zero_shot_max_new_tokens: int = Field(gt=0)  # greedy answer length of the Fig. 21 prompt
     threshold: float = Field(gt=0, lt=1)  # sigmoid probability above which a classifier predicts a label
 
 
@@ -109,6 +110,7 @@ class IntersectEvaluate(Section):
     threshold: float = Field(gt=0, le=1)
     top_m: int = Field(gt=0)
     weighted: bool
+    plateau_bound: float = Field(gt=0)  # claim check: Jaccard change from k to the largest swept k called a plateau
 
 
 class Intersect(Section):

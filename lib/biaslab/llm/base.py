@@ -18,10 +18,10 @@ class LLMError(RuntimeError):
 class GenParams:
     """Generation parameters; part of the cache key. ``temperature == 0`` means greedy decoding."""
 
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
     stop: tuple[str, ...] = field(default_factory=tuple)
 
     def as_dict(self) -> dict[str, Any]:
@@ -52,11 +52,11 @@ class LLM:
                   inputs: list[Mapping[str, Any]]) -> list[str]:
         raise NotImplementedError
 
-    def generate(self, prompts: Sequence[Prompt], params: GenParams | None = None, *, system: str | None = None,
+    def generate(self, prompts: Sequence[Prompt], params: GenParams, *, system: str | None = None,
                  task: str | None = None, inputs: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
         prompts = list(prompts)
         inputs = list(inputs) if inputs is not None else [{} for _ in prompts]
         if len(inputs) != len(prompts):
             raise LLMError(f"{len(prompts)} prompts but {len(inputs)} inputs")
         msgs = [to_messages(p, system) for p in prompts]
-        return self._generate(msgs, params or GenParams(), task, inputs)
+        return self._generate(msgs, params, task, inputs)

@@ -25,16 +25,19 @@ def joined(embedders: pd.DataFrame, rag: pd.DataFrame) -> pd.DataFrame:
     return data
 
 
-def _fit_row(g: pd.DataFrame, **keys) -> dict:
-    return {**keys, **control.linear_fit(g["embedder_bias"], g["rag_bias"]),
+def _fit_row(g: pd.DataFrame, confidence: float, **keys) -> dict:
+    return {**keys, **control.linear_fit(g["embedder_bias"], g["rag_bias"], confidence),
             "embedder_bias_min": g["embedder_bias"].min(), "embedder_bias_max": g["embedder_bias"].max()}
 
 
-def fits(data: pd.DataFrame) -> pd.DataFrame:
-    """RAG bias = sensitivity × embedder bias + offset, per (task, reader, method family) and over all settings."""
+def fits(data: pd.DataFrame, *, confidence: float) -> pd.DataFrame:
+    """RAG bias = sensitivity × embedder bias + offset, per (task, reader, method family) and over all settings, with
+    the slope's t interval at ``confidence`` (over settings; ``findings.slope`` resamples questions instead)."""
     d = data[data["method"] != "no document"]
-    rows = [_fit_row(g, task=t, reader=r, method=f) for (t, r, f), g in d.groupby(["task", "reader", "family"])]
-    rows += [_fit_row(g, task=t, reader=r, method="all settings") for (t, r), g in d.groupby(["task", "reader"])]
+    rows = [_fit_row(g, confidence, task=t, reader=r, method=f)
+            for (t, r, f), g in d.groupby(["task", "reader", "family"])]
+    rows += [_fit_row(g, confidence, task=t, reader=r, method="all settings")
+             for (t, r), g in d.groupby(["task", "reader"])]
     return pd.DataFrame(rows)
 
 

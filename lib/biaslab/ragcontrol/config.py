@@ -93,12 +93,19 @@ class RagcontrolReading(Section):
     batch_size: int = Field(gt=0)
     generation_check: int = Field(ge=0)  # questions per task answered by free generation to show how often a
     #                                      scored reader's generation lands on a side; 0 = skip
+    generation_tokens: int = Field(gt=0)  # new tokens of a generating reader (greedy; public code: 32)
 
 
 class RagcontrolUtility(Section):
     trec_dl: list[Literal["dl19", "dl20"]]
     k: int = Field(gt=0)  # nDCG@k of the re-ranked BM25 top-100
     max_queries: int = Field(ge=0)  # judged queries per year, a seeded sample; 0 = all
+
+
+class RagcontrolClaims(Section):
+    """Bounds the claim checks use (``biaslab.ragcontrol.findings``)."""
+
+    sampling_bound: float = Field(gt=0)  # "no noticeable change": expected embedder bias within ± this (points)
 
 
 class Ragcontrol(Section):
@@ -113,6 +120,7 @@ class Ragcontrol(Section):
     reader: RagcontrolReading
     readers: dict[str, RagcontrolReader]
     utility: RagcontrolUtility
+    claims: RagcontrolClaims
 
     @model_validator(mode="after")
     def _runs_use_listed_tasks(self):

@@ -69,7 +69,7 @@ def bias_percent(flag1, flag2, weights=None) -> float:
     return float(100.0 * (f1.mean() - f2.mean()))
 
 
-def linear_fit(x, y, confidence: float = 0.95) -> dict[str, float]:
+def linear_fit(x, y, confidence: float) -> dict[str, float]:
     """RAG bias ≈ slope · embedder bias + intercept (the paper's "sensitivity" is the slope): least squares with
     R², the slope's standard error and its t-based confidence interval (``scipy.stats.linregress``)."""
     from scipy import stats

@@ -120,17 +120,27 @@ class Reranker:
         self.run_ids = (cand["qid"].to_numpy(), cand["docid"].to_numpy())
         self.qrels = qrels.rename(columns={"qid": "query_id", "docid": "doc_id"})[["query_id", "doc_id", "relevance"]]
 
+    def _run(self, query_transform) -> pd.DataFrame:
+        qv = self.qv if query_transform is None else query_transform(self.qv)
+        qv = qv / np.linalg.norm(qv, axis=1, keepdims=True)
+        score = np.einsum("nd,nd->n", self.dv, qv[self.rows])
+        return pd.DataFrame({"query_id": self.run_ids[0], "doc_id": self.run_ids[1], "score": score})
+
     def ndcg(self, query_transform: Callable[[np.ndarray], np.ndarray] | None = None) -> float:
         """nDCG@k of ranking each query's candidates by cosine similarity; ``query_transform`` maps the query
         vectors (e.g. a projection) first."""
         import ir_measures
         from ir_measures import nDCG
 
-        qv = self.qv if query_transform is None else query_transform(self.qv)
-        qv = qv / np.linalg.norm(qv, axis=1, keepdims=True)
-        score = np.einsum("nd,nd->n", self.dv, qv[self.rows])
-        run = pd.DataFrame({"query_id": self.run_ids[0], "doc_id": self.run_ids[1], "score": score})
-        return float(ir_measures.calc_aggregate([nDCG @ self.k], self.qrels, run)[nDCG @ self.k])
+        return float(ir_measures.calc_aggregate([nDCG @ self.k], self.qrels, self._run(query_transform))[nDCG @ self.k])
+
+    def ndcg_per_query(self, query_transform: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, float]:
+        """{query id: nDCG@k} — the units of a paired comparison between two embedders or query maps."""
+        import ir_measures
+        from ir_measures import nDCG
+
+        return {m.query_id: float(m.value)
+                for m in ir_measures.iter_calc([nDCG @ self.k], self.qrels, self._run(query_transform))}
 
 
 def rerank_ndcg(encoder, candidates: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, k: int,

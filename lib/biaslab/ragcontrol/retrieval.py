@@ -46,6 +46,11 @@ class Utility:
     def ndcg(self, query_transform=None) -> float:
         return float(np.mean([b.ndcg(query_transform) for b in self.benches]))
 
+    def per_query(self, years, query_transform=None) -> pd.DataFrame:
+        """(year, qid, ndcg) of every judged query: the units of paired utility comparisons."""
+        return pd.DataFrame([(y, q, v) for y, b in zip(years, self.benches, strict=True)
+                             for q, v in b.ndcg_per_query(query_transform).items()], columns=["year", "qid", "ndcg"])
+
 
 def _projector(direction: np.ndarray, alpha: float):
     return lambda q: control.project(q, direction, alpha)
@@ -57,7 +62,7 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
     """Every setting of every task. ``base_dir``: the base embedder's folder; ``tasks_dir``: the data stage's
     ``tasks/<task>/`` folders; ``models_dir``: the trained runs; ``runs`` / ``merges``: ragcontrol.train's;
     ``projection`` / ``sampling``: those sections. Returns (retrieved rows, per-setting summary with utility and
-    task accuracy, reader subsets {task: [qid]})."""
+    task accuracy, reader subsets {task: [qid]}, nDCG@k per judged query and setting)."""
     from ..embed import Encoder
 
     def encoder(model) -> Encoder:
@@ -68,7 +73,9 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
     base = encoder(base_dir)  # one base embedder for every task, its utility computed once
     base_util = Utility.of(base, utility_data, utility_k)
     base_ndcg = base_util.ndcg()
-    rows, utility_rows, subsets = [], [], {}
+    years = list(utility_data)
+    base_per_query = base_util.per_query(years)
+    rows, utility_rows, subsets, per_query = [], [], {}, []
     for task in tasks:
         test = pd.read_parquet(tasks_dir / task / "test_questions.parquet")
         corpus = pd.read_parquet(tasks_dir / task / "corpus.parquet")
@@ -77,12 +84,15 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
         qv, dv = base.encode(test["question"].tolist()), base.encode(corpus["text"].tolist(), show_progress=True)
         rows.append(ev.top1_rows(task, "base", "base", qids, qv, dv, corpus))
         utility_rows.append({"task": task, "method": "base", "setting": "base", "ndcg": base_ndcg})
+        per_query.append(base_per_query.assign(task=task, method="base", setting="base"))
         # projection (base embedder, queries only)
         direction = base.model.encode([projection.words[task]], normalize_embeddings=False, convert_to_numpy=True)[0]
         rows.append(ev.projection_rows(task, qids, qv, dv, corpus, direction, projection.alphas))
         for a in progress(projection.alphas, desc=f"{task}: projection utility"):
             utility_rows.append({"task": task, "method": "projection", "setting": f"alpha={a:g}",
                                  "ndcg": base_util.ndcg(_projector(direction, a))})
+            per_query.append(base_util.per_query(years, _projector(direction, a)).assign(
+                task=task, method="projection", setting=f"alpha={a:g}"))
         # sampling (base embedder)
         rows.append(ev.sampling_rows(task, qids, qv, dv, corpus, sampling.top_n, sampling.taus, seed))
         # fine-tuned runs x WiSE-FT merge weights
@@ -94,14 +104,16 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
                 setting = f"{run}@m={m:g}"
                 rows.append(ev.top1_rows(task, "fine-tune", setting, qids, enc.encode(test["question"].tolist()),
                                          enc.encode(corpus["text"].tolist(), show_progress=True), corpus))
-                utility_rows.append({"task": task, "method": "fine-tune", "setting": setting,
-                                     "ndcg": Utility.of(enc, utility_data, utility_k).ndcg()})
+                util = Utility.of(enc, utility_data, utility_k)
+                utility_rows.append({"task": task, "method": "fine-tune", "setting": setting, "ndcg": util.ndcg()})
+                per_query.append(util.per_query(years).assign(task=task, method="fine-tune", setting=setting))
     retrieved = pd.concat(rows, ignore_index=True)
     summary = pd.concat([ev.summarise(retrieved[retrieved["task"] == t], subsets[t]) for t in tasks],
                         ignore_index=True)
     summary = summary.merge(pd.DataFrame(utility_rows), on=["task", "method", "setting"], how="left")
     summary["reader_subset"] = summary["task"].map({t: len(s) for t, s in subsets.items()})
-    return retrieved, summary, subsets
+    cols = ["task", "method", "setting", "year", "qid", "ndcg"]
+    return retrieved, summary, subsets, pd.concat(per_query, ignore_index=True)[cols]
 
 
 def subset_frame(subsets: Mapping[str, Sequence[str]]) -> pd.DataFrame:

@@ -107,6 +107,7 @@ class RagfairTrain(Section):
     lora_targets: list[str]
     wiseft_layers: int = Field(gt=0)
     wiseft_lambda: float = Field(ge=0, le=1)
+    gradient_probe_batches: int = Field(ge=0)  # batches on which the terms' gradient norms are measured; 0 = skip
     runs: dict[str, RagfairRun]
 
 
@@ -129,6 +130,7 @@ class RagfairEvaluate(Section):
     bootstrap_rounds: int = Field(ge=0)
     checkpoints: list[RagfairCheckpoint]
     include_all_runs: bool  # also evaluate every run of ragfair.train.runs unmasked (the App. 6.1 grid)
+    acc_drop_bound: float = Field(gt=0)  # claim check: Acc@1 change (points) the paper calls a small cost (§4.3)
 
 
 class Ragfair(Section):

@@ -1,0 +1,164 @@
+"""Uncertainty for every headline number — one helper for all five papers.
+
+* :func:`ci_mean` — a mean over evaluation units (paragraphs, questions, BBQ rows, queries) with a bootstrap
+  confidence interval (``scipy.stats.bootstrap``). Most of the papers' scores are such means: Jaccard per
+  paragraph, a bias score per question (+100 when the answer is on the bias1 side, −100 on the bias2 side, 0
+  otherwise: their mean is the paper's bias1 − bias2 percentage), MRR per query.
+* :func:`ci_statistic` — any statistic of a resample of the units (a group gap such as SPD or EOD over BBQ rows, a
+  regression slope over questions, a correlation across checkpoints), by resampling unit indices, optionally within
+  strata (e.g. BBQ categories). scipy's bootstrap takes arrays, not frames, hence this small loop.
+* :func:`paired` — "method beats baseline" on the same units: the mean paired difference with its bootstrap
+  interval and a two-sided paired permutation test (sign flips, ``scipy.stats.permutation_test``).
+* :func:`over_seeds` — mean, standard deviation and a t interval over training seeds.
+
+Every function returns an :class:`Estimate` (value, interval, n, method), seeded from the arguments: the same
+inputs give the same interval. The number of resamples and the confidence level are ``common.uncertainty`` in
+params.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    method: str
+    p_value: float | None = None  # of a paired test, when the estimate is a difference
+
+    def as_dict(self, prefix: str = "") -> dict:
+        return {f"{prefix}{k}": v for k, v in asdict(self).items() if not (k == "p_value" and v is None)}
+
+    def excludes(self, x: float) -> bool:
+        """Whether the interval lies entirely on one side of ``x``."""
+        return bool(self.ci_low > x or self.ci_high < x)
+
+
+def _nan(n: int, method: str) -> Estimate:
+    return Estimate(float("nan"), float("nan"), float("nan"), n, method)
+
+
+def ci_mean(values: Sequence[float], *, rounds: int, confidence: float, seed: int,
+            method: str = "percentile") -> Estimate:
+    """The mean of ``values`` (NaNs dropped) and its bootstrap interval. A constant sample has a zero-width
+    interval; fewer than two values give NaN bounds."""
+    from scipy import stats
+
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return _nan(0, f"bootstrap-{method}")
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Estimate(mean, float("nan"), float("nan"), len(x), f"bootstrap-{method}")
+    if np.ptp(x) == 0:
+        return Estimate(mean, mean, mean, len(x), f"bootstrap-{method}")
+    res = stats.bootstrap((x,), np.mean, n_resamples=rounds, confidence_level=confidence, method=method,
+                          rng=np.random.default_rng(seed), vectorized=True)
+    return Estimate(mean, float(res.confidence_interval.low), float(res.confidence_interval.high), len(x),
+                    f"bootstrap-{method}")
+
+
+def resample_indices(n: int, rounds: int, seed: int, strata: Sequence | None = None) -> np.ndarray:
+    """``[rounds, n]`` indices drawn with replacement (within each stratum when ``strata`` is given, so every
+    resample keeps the strata sizes)."""
+    rng = np.random.default_rng(seed)
+    if strata is None:
+        return rng.integers(0, n, size=(rounds, n))
+    strata = np.asarray(strata)
+    out = np.empty((rounds, n), dtype=np.int64)
+    for s in dict.fromkeys(strata.tolist()):
+        idx = np.flatnonzero(strata == s)
+        out[:, idx] = idx[rng.integers(0, len(idx), size=(rounds, len(idx)))]
+    return out
+
+
+def ci_statistic(n_units: int, statistic: Callable[[np.ndarray], float], *, rounds: int, confidence: float,
+                 seed: int, strata: Sequence | None = None) -> Estimate:
+    """``statistic(indices)`` on all units and its percentile bootstrap interval over ``rounds`` resamples of unit
+    indices (within ``strata`` when given). Resamples on which the statistic is undefined (NaN) are dropped."""
+    value = float(statistic(np.arange(n_units)))
+    if n_units < 2:
+        return Estimate(value, float("nan"), float("nan"), n_units, "bootstrap-percentile")
+    draws = np.array([statistic(ix) for ix in resample_indices(n_units, rounds, seed, strata)], dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    if len(draws) == 0:
+        return Estimate(value, float("nan"), float("nan"), n_units, "bootstrap-percentile")
+    tail = 100 * (1 - confidence) / 2
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return Estimate(value, float(lo), float(hi), n_units, "bootstrap-percentile")
+
+
+def paired_statistic(n_units: int, a: Callable[[np.ndarray], float], b: Callable[[np.ndarray], float], *,
+                     rounds: int, confidence: float, seed: int, strata: Sequence | None = None) -> Estimate:
+    """a(indices) − b(indices) for two systems measured on the same units (e.g. SPD of a debiased checkpoint and of
+    the baseline over the same BBQ rows): the difference on all units, its percentile bootstrap interval from
+    resampling the units once for both systems, and a two-sided bootstrap p-value (twice the smaller share of
+    resampled differences on either side of 0)."""
+    full = np.arange(n_units)
+    value = float(a(full) - b(full))
+    draws = np.array([a(ix) - b(ix) for ix in resample_indices(n_units, rounds, seed, strata)], dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    if len(draws) == 0:
+        return Estimate(value, float("nan"), float("nan"), n_units, "paired-bootstrap", float("nan"))
+    tail = 100 * (1 - confidence) / 2
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    p = float(min(1.0, 2 * min((draws <= 0).mean(), (draws >= 0).mean())))
+    return Estimate(value, float(lo), float(hi), n_units, "paired-bootstrap", p)
+
+
+def paired(a: Sequence[float], b: Sequence[float], *, rounds: int, confidence: float, seed: int) -> Estimate:
+    """mean(a − b) over units measured under both conditions, its bootstrap interval and the two-sided p-value of
+    a paired sign-flip permutation test (exact when 2^n ≤ ``rounds``, sampled otherwise)."""
+    from scipy import stats
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    d = a[ok] - b[ok]
+    est = ci_mean(d, rounds=rounds, confidence=confidence, seed=seed)
+    if len(d) < 2 or np.all(d == 0):
+        p = 1.0 if len(d) else float("nan")
+    else:
+        res = stats.permutation_test((a[ok], b[ok]), lambda x, y, axis: np.mean(x - y, axis=axis),
+                                     permutation_type="samples", vectorized=True, n_resamples=rounds,
+                                     alternative="two-sided", rng=np.random.default_rng(seed + 1))
+        p = float(res.pvalue)
+    return Estimate(est.value, est.ci_low, est.ci_high, est.n, "paired-bootstrap+sign-flip", p)
+
+
+def over_seeds(values: Sequence[float], *, confidence: float) -> Estimate:
+    """Mean over seeds with a t interval (and the standard deviation in ``method``)."""
+    from scipy import stats
+
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return _nan(0, "seeds")
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Estimate(mean, float("nan"), float("nan"), 1, "seeds (1: no interval)")
+    sd = float(x.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * sd / np.sqrt(len(x)))
+    return Estimate(mean, mean - half, mean + half, len(x), f"seeds t-interval (sd {sd:.4g})")
+
+
+def side_scores(sides: Sequence[str | None], groups: tuple[str, str]) -> np.ndarray:
+    """Per-answer bias scores whose mean is ragcontrol's RAG bias (bias1 − bias2, in percent): +100 for an answer
+    on the bias1 side, −100 on the bias2 side, 0 for neither."""
+    s = np.array([x if x is not None else "" for x in sides], dtype=object)
+    return np.where(s == groups[0], 100.0, np.where(s == groups[1], -100.0, 0.0))
+
+
+def flag_scores(flag1: Sequence[bool], flag2: Sequence[bool]) -> np.ndarray:
+    """Per-document scores whose mean is ragcontrol's embedder bias: 100 · (flag1 − flag2)."""
+    return 100.0 * (np.asarray(flag1, dtype=np.float64) - np.asarray(flag2, dtype=np.float64))

@@ -1,0 +1,126 @@
+"""The shared uncertainty helper and the claim verdicts."""
+
+import numpy as np
+import pytest
+
+from biaslab import claims, stats
+
+B = {"rounds": 2000, "confidence": 0.95, "seed": 0}
+
+
+def test_ci_mean_covers_the_mean_and_shrinks_with_n():
+    rng = np.random.default_rng(1)
+    small = stats.ci_mean(rng.normal(1.0, 1.0, 30), **B)
+    large = stats.ci_mean(rng.normal(1.0, 1.0, 3000), **B)
+    assert small.ci_low < small.value < small.ci_high and large.ci_low < 1.0 < large.ci_high
+    assert (large.ci_high - large.ci_low) < (small.ci_high - small.ci_low) / 5
+    # a normal-theory check: the 95 % interval of a mean of 3,000 N(1, 1) draws is about ±0.036
+    assert (large.ci_high - large.ci_low) / 2 == pytest.approx(1.96 / np.sqrt(3000), rel=0.15)
+    x = rng.normal(size=50)
+    assert stats.ci_mean(x, **B) == stats.ci_mean(x, **B)  # seeded
+
+
+def test_ci_mean_edge_cases():
+    assert stats.ci_mean([2.0, 2.0, 2.0], **B) == stats.Estimate(2.0, 2.0, 2.0, 3, "bootstrap-percentile")
+    one = stats.ci_mean([5.0, float("nan")], **B)
+    assert one.value == 5.0 and one.n == 1 and np.isnan(one.ci_low)
+    assert stats.ci_mean([], **B).n == 0
+
+
+def test_ci_statistic_stratified_keeps_strata_sizes():
+    strata = np.array(["a"] * 3 + ["b"] * 7)
+    idx = stats.resample_indices(10, 50, seed=0, strata=strata)
+    assert idx.shape == (50, 10) and (strata[idx] == strata).all()
+    values = np.r_[np.zeros(3), np.ones(7)]
+    est = stats.ci_statistic(10, lambda ix: values[ix].mean(), **B, strata=strata)
+    assert est.value == est.ci_low == est.ci_high == 0.7  # within-stratum resampling keeps the mix fixed
+    loose = stats.ci_statistic(10, lambda ix: values[ix].mean(), **B)
+    assert loose.ci_low < 0.7 < loose.ci_high
+
+
+def test_paired_difference_and_test():
+    rng = np.random.default_rng(2)
+    base = rng.normal(size=80)
+    better = base + 0.5 + rng.normal(scale=0.1, size=80)
+    est = stats.paired(better, base, **B)
+    assert est.value == pytest.approx(0.5, abs=0.05) and est.ci_low > 0 and est.p_value < 0.01
+    same = stats.paired(base, base, **B)
+    assert same.value == 0 and same.p_value == 1.0
+    noise = stats.paired(base + rng.normal(scale=0.5, size=80), base, **B)
+    assert noise.p_value < 1.0 and noise.ci_low < noise.value < noise.ci_high
+    with pytest.raises(ValueError, match="differ in length"):
+        stats.paired([1, 2], [1], **B)
+
+
+def test_over_seeds_t_interval():
+    est = stats.over_seeds([1.0, 2.0, 3.0], confidence=0.95)
+    assert est.value == 2.0 and est.ci_high - est.value == pytest.approx(4.303 * 1.0 / np.sqrt(3), rel=1e-3)
+    assert np.isnan(stats.over_seeds([1.0], confidence=0.95).ci_low)
+
+
+def test_bias_scores_average_to_the_papers_percentages():
+    s = stats.side_scores(["female", "male", None, "female"], ("female", "male"))
+    assert s.mean() == pytest.approx(100 * (2 / 4 - 1 / 4))
+    f = stats.flag_scores([True, True, False], [False, True, True])
+    assert f.mean() == pytest.approx(100 * (2 / 3 - 2 / 3))
+
+
+def E(v, lo, hi):
+    return stats.Estimate(v, lo, hi, 10, "test")
+
+
+def test_direction_verdicts():
+    assert claims.direction("c", "§1", "+", E(1, 0.5, 2), expected="greater").verdict == "reproduced"
+    assert claims.direction("c", "§1", "+", E(-1, -2, -0.5), expected="greater").verdict == "contradicted"
+    assert claims.direction("c", "§1", "+", E(0.1, -0.2, 0.4), expected="greater").verdict == "inconclusive"
+    assert claims.direction("c", "§1", "-", E(-1, -2, -0.5), expected="less").verdict == "reproduced"
+    assert claims.direction("c", "§1", "+", E(1, np.nan, np.nan), expected="greater").verdict == "inconclusive"
+    assert claims.direction("c", "§1", ">1", E(2, 1.5, 2.5), expected="greater", null=1).verdict == "reproduced"
+
+
+def test_negligible_and_close_to_verdicts():
+    assert claims.negligible("c", "§", "≈0", E(0, -1, 1), bound=2).verdict == "reproduced"
+    assert claims.negligible("c", "§", "≈0", E(5, 3, 7), bound=2).verdict == "contradicted"
+    assert claims.negligible("c", "§", "≈0", E(1, -1, 3), bound=2).verdict == "inconclusive"
+    assert claims.close_to("c", "§", 0.48, E(0.45, 0.40, 0.50), tolerance=0.0, max_width=1).verdict == "reproduced"
+    assert claims.close_to("c", "§", 0.48, E(0.15, 0.05, 0.25), tolerance=0.05, max_width=1).verdict == "contradicted"
+    assert claims.close_to("c", "§", 0.48, E(0.15, -0.9, 0.9), tolerance=0.05, max_width=1).verdict == "inconclusive"
+
+
+def test_claims_table_and_summary(tmp_path):
+    rows = [claims.direction("a", "§1", "+", E(1, 0.5, 2), expected="greater"),
+            claims.negligible("b", "§2", "≈0", E(5, 3, 7), bound=2)]
+    df = claims.write(tmp_path / "claims.csv", rows)
+    assert list(df.columns[:7]) == ["claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high",
+                                    "verdict"]
+    assert claims.summary(df) == {"reproduced": 1, "contradicted": 1, "inconclusive": 0}
+    assert (tmp_path / "claims.csv").read_text().startswith("claim,paper_section")
+    with pytest.raises(ValueError, match="unknown verdicts"):
+        claims.table([claims.Claim("x", "§", "1", 1.0, 0.0, 2.0, "maybe", "")])
+
+
+def test_paired_statistic_uses_the_same_resample_for_both_systems():
+    x = np.r_[np.zeros(50), np.ones(50)]
+    same = stats.paired_statistic(100, lambda ix: x[ix].mean(), lambda ix: x[ix].mean(), **B)
+    assert (same.value, same.ci_low, same.ci_high) == (0.0, 0.0, 0.0)  # identical systems: no spread at all
+    shifted = stats.paired_statistic(100, lambda ix: x[ix].mean() + 0.2, lambda ix: x[ix].mean(), **B)
+    assert shifted.ci_low == pytest.approx(0.2) and shifted.p_value == 0.0
+    y = np.random.default_rng(0).random(100)
+    noisy = stats.paired_statistic(100, lambda ix: y[ix].mean(), lambda ix: x[ix].mean(), **B)
+    assert noisy.ci_low < noisy.value < noisy.ci_high and 0 <= noisy.p_value <= 1
+
+
+def test_claims_round_trip_and_markdown(tmp_path):
+    est = stats.Estimate(0.3, 0.1, 0.5, 40, "bootstrap-percentile")
+    rows = [claims.direction("a beats b", "§1", "higher", est, expected="greater"),
+            claims.negligible("c changes nothing", "§2", "0", est, bound=0.05)]
+    claims.write(tmp_path / "claims.csv", rows)
+    back = claims.read(tmp_path / "claims.csv")
+    assert back["verdict"].tolist() == ["reproduced", "contradicted"]
+    md = claims.markdown(back)
+    assert md.splitlines()[0] == "1 reproduced, 1 contradicted, 0 inconclusive"
+    assert "| a beats b | §1 | higher | 0.3 [0.1, 0.5] | **reproduced** |" in md
+    (tmp_path / "bad.csv").write_text("claim,verdict\nx,reproduced\n")
+    with pytest.raises(ValueError, match="missing columns"):
+        claims.read(tmp_path / "bad.csv")
+
