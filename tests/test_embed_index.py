@@ -3,6 +3,7 @@ import pytest
 
 from biaslab.embed import EmbeddingCache, Encoder, fingerprint
 from biaslab.index import DenseIndex
+from biaslab.usage import STATS_ENV, usage_summary
 
 TEXTS = ["The nurse was kind.", "The engineer fixed it.", "The nurse was kind.", "A cat sat on the mat."]
 
@@ -30,6 +31,20 @@ def test_each_text_is_embedded_once(minilm, tmp_path, monkeypatch):
     np.testing.assert_array_equal(second.encode(TEXTS), first)
     enc.encode(["A new sentence.", "A cat sat on the mat."])
     assert calls[-1] == ["A new sentence."]
+
+
+def test_cache_use_is_logged_only_when_asked(minilm, tmp_path, monkeypatch):
+    log = tmp_path / "usage.jsonl"
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
+    enc.encode(TEXTS[:2])  # not logged: the variable is unset
+    assert not log.exists()
+    monkeypatch.setenv(STATS_ENV, str(log))
+    enc.encode(TEXTS)  # 4 texts, 3 distinct, 2 of them cached
+    enc.encode(["A new sentence."])
+    u = usage_summary(log)
+    assert (u["texts"], u["unique"], u["hits"], u["encoded"]) == (5, 4, 2, 2) and u["hit_rate"] == 0.5
+    assert list(u["models"]) == [enc.name]
+    assert usage_summary(tmp_path / "none.jsonl")["hit_rate"] is None
 
 
 def test_fingerprint_changes_with_the_weights(minilm):

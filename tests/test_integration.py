@@ -39,6 +39,7 @@ def pipeline(tmp_path_factory):
         it["paragraphs"]["corpora"][corpus].update(n_biased=6 * len(it["paragraphs"]["corpora"][corpus]["categories"]),
                                                    n_unbiased=10)
     it["paragraphs"]["pool_size"] = 3
+    it["splits"]["validation"] = 0.25  # a stratified share needs at least one paragraph per category
     it["triplets"]["llm_per_strategy"] = 5
     it["train"].update(runs=["indic-srk4-C1"], max_triplets=16, batch_size=8)
     it["baselines"].update(subsets=["C1"], epochs=1, soft_hamming_subsets=["C1"], soft_hamming_max_epochs=1,
@@ -152,6 +153,12 @@ def test_intersect_outputs_are_sane(pipeline):
     assert set(summary.loc[summary["model"] == "BiasRetriever (B4_UB4)", "domain"]) == {"in-domain", "cross-domain"}
     metrics = json.loads((root / "reports/intersect/results/metrics.json").read_text())
     assert "indic->indic" in metrics["jaccard"] and "indic->western" in metrics["jaccard"]
+    chosen = pd.read_csv(root / "reports/intersect/results/k_selection.csv")  # k chosen on validation paragraphs
+    assert metrics["k_chosen_on"] == "validation" and chosen.loc[chosen["chosen"], "k"].tolist() == [metrics["k"]]
+    base_cross = summary[(summary["model"] == "S-BERT-Base (frozen minilm)") & (summary["domain"] == "cross-domain")]
+    assert set(base_cross["test_corpus"]) == {"western"}  # the frozen base's bar beside the cross-domain retriever
+    claims = pd.read_csv(root / "reports/intersect/results/claims.csv")
+    assert set(claims["verdict"]) <= {"reproduced", "contradicted", "inconclusive"} and len(claims)
     for fig in ("fig2_in_domain.png", "fig3_cross_domain.png", "fig4_5_k_sweep.png"):
         assert (root / "reports/intersect/results" / fig).read_bytes()[:4] == b"\x89PNG"
 

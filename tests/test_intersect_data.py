@@ -147,7 +147,8 @@ def toy_paragraphs(per_cat=10, n_unb=20):
 
 def test_splits_follow_section_3_3_and_never_leak():
     p = toy_paragraphs()
-    s = splits.make_splits(p, {"C1": ["a+b", "b+a+c"], "C2": ["a+c"]}, seen_train=0.8, unbiased_train=0.7, seed=0)
+    s = splits.make_splits(p, {"C1": ["a+b", "b+a+c"], "C2": ["a+c"]}, seen_train=0.8, unbiased_train=0.7,
+                           validation=0, seed=0)
     c1 = s[s["subset"] == "C1"].merge(p, on="paragraph_id")
     assert not (c1["train"] & c1["test_all"]).any()
     seen = c1[c1["category"].isin(["a+b", "a+b+c"])]
@@ -162,10 +163,25 @@ def test_splits_follow_section_3_3_and_never_leak():
     held = lambda d: set(d.loc[(d["category"] == "unbiased") & d["test_all"], "paragraph_id"])  # noqa: E731
     assert held(c1) == held(c2)
     with pytest.raises(ValueError, match="not in the corpus"):
-        splits.make_splits(p, {"C9": ["x+y"]}, seen_train=0.8, unbiased_train=0.7, seed=0)
+        splits.make_splits(p, {"C9": ["x+y"]}, seen_train=0.8, unbiased_train=0.7, validation=0, seed=0)
     with pytest.raises(ValueError, match="too few for a stratified"):
         splits.make_splits(toy_paragraphs(per_cat=2), {"C1": ["a+b", "a+c", "b+c"]}, seen_train=0.8, unbiased_train=0.7,
-                          seed=0)
+                           validation=0, seed=0)
+
+
+def test_validation_share_comes_out_of_training_only():
+    p = toy_paragraphs()
+    subsets = {"C1": ["a+b", "b+a+c"]}
+    whole = splits.make_splits(p, subsets, seen_train=0.8, unbiased_train=0.7, validation=0, seed=0)
+    s = splits.make_splits(p, subsets, seen_train=0.8, unbiased_train=0.7, validation=0.25, seed=0)
+    splits.check_disjoint(s)
+    assert not whole["val"].any()
+    # the test sets are the paper's, untouched; validation + train = the paper's D_train,Ci
+    for col in ("test_seen", "test_unseen", "test_all"):
+        assert s[col].tolist() == whole[col].tolist()
+    assert (s["train"] | s["val"]).tolist() == whole["train"].tolist()
+    val = s[s["val"]].merge(p, on="paragraph_id")
+    assert len(val) == 8 and set(val["category"]) == {"a+b", "a+b+c", "unbiased"}  # 25 % of 16 + 14, stratified
 
 
 def test_check_disjoint_catches_leaks():
@@ -173,3 +189,5 @@ def test_check_disjoint_catches_leaks():
                         "test_unseen": [False], "test_all": [True]})
     with pytest.raises(AssertionError, match="both train and test"):
         splits.check_disjoint(bad)
+    with pytest.raises(AssertionError, match="both val and test"):
+        splits.check_disjoint(bad.assign(train=False, val=True))

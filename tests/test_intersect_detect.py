@@ -87,6 +87,25 @@ def test_evaluate_detector_rows():
     assert evaluate.headline(summary)["indic->indic"]["m"]["seen"] == 1.0
 
 
+def test_k_is_chosen_on_validation_paragraphs_only():
+    paragraphs = pd.DataFrame({"paragraph_id": ["v1", "v2", "t1"], "text": ["gender x", "caste y", "gender z"],
+                               "labels": [["gender"], ["caste"], ["caste"]]})
+    splits = pd.DataFrame({"subset": "C1", "paragraph_id": ["v1", "v2", "t1"], "train": False,
+                           "val": [True, True, False], "test_seen": [False, False, True], "test_unseen": False,
+                           "test_all": [False, False, True]})
+    data = {"indic": evaluate.CorpusData(paragraphs, reference(), splits)}
+    val = evaluate.paragraph_scores(OneHot(), model="m", train_corpus="indic", subset="C1", corpora=data, ks=[1, 5],
+                                    split="val", **AGG)
+    assert set(val["paragraph_id"]) == {"v1", "v2"}  # the test paragraph never takes part
+    k, table = evaluate.select_k(val)
+    assert k == 1 and table.loc[table["chosen"], "k"].tolist() == [1]
+    assert table.set_index("k").loc[1, "jaccard"] == 1.0
+    tie = val.assign(jaccard=0.5)
+    assert evaluate.select_k(tie)[0] == 1  # ties go to the smaller k
+    with pytest.raises(ValueError, match="intersect.splits.validation"):
+        evaluate.select_k(val.iloc[:0])
+
+
 def test_frozen_base_stands_in_cross_domain_with_its_own_scores():
     paragraphs = pd.DataFrame({"paragraph_id": ["p1", "p2"], "text": ["gender x", "caste y"],
                                "labels": [["gender"], ["caste"]]})
@@ -101,6 +120,10 @@ def test_frozen_base_stands_in_cross_domain_with_its_own_scores():
     ind = per[(per["domain"] == "in-domain") & (per["test_corpus"] == "indic")]["jaccard"].to_numpy()
     assert np.array_equal(cross[cross["test_corpus"] == "indic"]["jaccard"].to_numpy(), ind)
     assert set(per["subset"]) == {"C1"}  # no C2 test rows exist in these splits
+    # one trained retriever is enough: its cross-domain bar is the base on the other corpus
+    one = evaluate.base_scores(OneHot(), model="base", runs=[("indic", "C1")], corpora=data, ks=[1], **AGG)
+    assert set(zip(one["train_corpus"], one["test_corpus"], one["domain"], strict=True)) == {
+        ("indic", "indic", "in-domain"), ("indic", "western", "cross-domain")}
 
 
 def test_detect_cli_and_function(tmp_path, capsys):

@@ -113,7 +113,14 @@ def _cmd_detect(args) -> int:
     agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
     folder = models.preflight([args.model], p.models)[args.model]
     det = Detector(Encoder(folder, device=p.common.device, batch_size=p.common.batch_size), pd.read_parquet(ref_path))
-    results = det.detect(texts, k=args.k or E.k, **agg)
+    k = args.k or E.k
+    if k == "validation":  # the depth the last evaluation chose on the validation split
+        chosen = repo_root() / "reports/intersect/results/metrics.json"
+        if not chosen.is_file():
+            raise SystemExit(f"biaslab detect: intersect.evaluate.k is 'validation' and {chosen} does not exist yet "
+                             "(run `dvc repro intersect_evaluate`); or pass --k")
+        k = int(json.loads(chosen.read_text(encoding="utf-8"))["k"])
+    results = det.detect(texts, k=k, **agg)
     if args.json:
         print(json.dumps([{"text": t, "labels": r.labels, "evidence": [
             {"sentence": s, "label": lab, "similarity": round(v, 4)} for s, lab, v in r.evidence]}
@@ -184,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--model", default="data/models/intersect/indic-srk4-C1",
                    help="trained retriever folder or a registered model name")
     d.add_argument("--reference", default="indic", help="indic | western | a .parquet with text,label columns")
-    d.add_argument("--k", type=int, help="retrieved sentences (default: intersect.evaluate.k)")
+    d.add_argument("--k", type=int, help="retrieved sentences (default: intersect.evaluate.k, or the k the evaluation chose)")
     d.add_argument("--show", type=int, default=5, help="evidence sentences to print per text")
     d.add_argument("--json", action="store_true", help="machine-readable output with all evidence")
     d.set_defaults(fn=_cmd_detect)

@@ -6,6 +6,10 @@ checkpoint never reuses its base model's vectors, while a rerun with the same mo
 live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
 encoding and misses are encoded in a single ``SentenceTransformer.encode`` call (which sorts by length
 and batches), so the wrapper adds hashing and a few SQL statements to a cold run.
+
+With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
+one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
+(``biaslab timings``; :mod:`biaslab.usage`). Nothing is written otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .paths import cache_dir
+from .usage import record_usage
 
 
 def fingerprint(model, *, normalize: bool = True) -> str:
@@ -116,6 +121,7 @@ class Encoder:
         keys = {t: _text_key(t) for t in unique}
         hits = self.cache.get(list(keys.values()))
         missing = [t for t in unique if keys[t] not in hits]
+        record_usage(self.name, "pooled", len(texts), len(unique), len(unique) - len(missing))
         if missing:
             vecs = self._encode(missing, show_progress)
             self.cache.put([keys[t] for t in missing], vecs)
@@ -165,6 +171,7 @@ class Encoder:
         keys = {t: _text_key(t) for t in unique}
         hits = self._layer_cache.get(list(keys.values()))
         missing = [t for t in unique if keys[t] not in hits]
+        record_usage(self.name, "layers", len(texts), len(unique), len(unique) - len(missing))
         if missing:
             vecs = self._encode_layers(missing)
             self._layer_cache.put([keys[t] for t in missing], vecs.reshape(len(missing), -1))

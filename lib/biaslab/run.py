@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from . import config, stages
+from . import config, stages, usage
 from .io import write_text
 from .paths import cache_dir, repo_root
 
@@ -119,13 +119,16 @@ def cell_timings(nb) -> list[dict[str, Any]]:
     return out
 
 
-def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5) -> None:
-    """Append one JSON line: the stage's wall time, the time outside its cells (kernel start-up, papermill) and its
-    ``top`` slowest cells. Appending a line is atomic enough for a log; it is never an output of a stage."""
+def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5, embeddings: dict | None = None) -> None:
+    """Append one JSON line: the stage's wall time, the time outside its cells (kernel start-up, papermill), its
+    ``top`` slowest cells and its embedding-cache use (:func:`biaslab.usage.usage_summary`). Appending a line is
+    atomic enough for a log; it is never an output of a stage."""
     cells = cell_timings(nb)
     record = {"stage": stage, "wall_s": round(wall, 2),
               "outside_cells_s": round(wall - sum(c["seconds"] for c in cells), 2),
               "slowest_cells": sorted(cells, key=lambda c: -c["seconds"])[:top]}
+    if embeddings is not None:
+        record["embeddings"] = embeddings
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
@@ -136,17 +139,21 @@ def summarise_timings(path: str | Path, cells: int = 1) -> str:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no timings logged — run stages with BIASLAB_TIMINGS={path}")
-    lines, total = [], 0.0
+    lines, total, unique, hits = [], 0.0, 0, 0
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:
             r = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}, line {n}: not a timings record ({err})") from None
         total += r["wall_s"]
+        emb = r.get("embeddings") or {}
+        unique, hits = unique + emb.get("unique", 0), hits + emb.get("hits", 0)
+        rate = f"{emb['hits']:>6}/{emb['unique']:<6}" if emb.get("unique") else f"{'':13}"
         slow = "; ".join(f"{c['seconds']:.1f}s {c['source']}" for c in r["slowest_cells"][:cells])
-        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f}  {r['stage']:<40} {slow}")
-    head = f"{'wall s':>8} {'start s':>8}  {'stage':<40} slowest cell(s)"
-    return "\n".join([head, *lines, f"{total:8.1f}           total over {len(lines)} runs"])
+        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f} {rate} {r['stage']:<40} {slow}")
+    head = f"{'wall s':>8} {'start s':>8} {'cache hits':<13} {'stage':<40} slowest cell(s)"
+    rate = f"; embedding cache: {hits}/{unique} distinct texts were hits ({hits / unique:.0%})" if unique else ""
+    return "\n".join([head, *lines, f"{total:8.1f}  total over {len(lines)} runs{rate}"])
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
@@ -196,12 +203,18 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
 
     tmp_dir = Path(tempfile.mkdtemp(prefix="biaslab-run-"))
     tmp_out = tmp_dir / out.name
+    timings = os.environ.get("BIASLAB_TIMINGS")
+    stats_file = tmp_dir / "embedding_usage.jsonl"
+    if timings:  # the kernel's encoders log their cache hits there
+        os.environ[usage.STATS_ENV] = str(stats_file)
     started = time.perf_counter()
     try:
         executed = papermill.execute_notebook(
             nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
             cwd=str(root), progress_bar=False, log_output=False,
         )
+        wall = time.perf_counter() - started
+        used = usage.usage_summary(stats_file) if timings else None
     except papermill.PapermillExecutionError as err:
         failed = cache_dir() / "failed" / f"{stage.replace('@', '_')}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
@@ -212,11 +225,12 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
             f"{err.ename}: {err.evalue}\n  executed notebook with the traceback: {failed}"
         ) from None
     finally:
+        os.environ.pop(usage.STATS_ENV, None)
         for f in tmp_dir.glob("*"):
             f.unlink()
         tmp_dir.rmdir()
-    if os.environ.get("BIASLAB_TIMINGS"):
-        record_timings(Path(os.environ["BIASLAB_TIMINGS"]), stage, executed, time.perf_counter() - started)
+    if timings:
+        record_timings(Path(timings), stage, executed, wall, embeddings=used)
     strip_run_metadata(executed, root)
     import nbformat
 

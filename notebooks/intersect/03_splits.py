@@ -33,6 +33,7 @@ corpus = "indic"  # the member this notebook runs
 seed = ...  # common.seed
 seen_train = ...  # intersect.splits.seen_train
 unbiased_train = ...  # intersect.splits.unbiased_train
+validation = ...  # intersect.splits.validation
 subsets = ...  # intersect.splits.subsets
 
 # %%
@@ -45,7 +46,7 @@ paragraphs = pd.read_parquet(DATA / "paragraphs.parquet")
 
 # %%
 splits = sp.make_splits(paragraphs, S.subsets[corpus], seen_train=S.seen_train, unbiased_train=S.unbiased_train,
-                        seed=P.common.seed)
+                        validation=S.validation, seed=P.common.seed)
 sp.check_disjoint(splits)
 write_parquet(DATA / "splits.parquet", splits, index=False)
 sizes = sp.summary(splits, paragraphs)

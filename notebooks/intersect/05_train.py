@@ -61,9 +61,9 @@ set_style()
 triplets = pd.read_parquet(DATA / "triplets.parquet")
 splits = pd.read_parquet(DATA / "splits.parquet")
 train_ids = set(splits.loc[(splits["subset"] == subset) & splits["train"], "paragraph_id"])
-held_out = set(splits.loc[(splits["subset"] == subset) & splits["test_all"], "paragraph_id"])
+held_out = set(splits.loc[(splits["subset"] == subset) & (splits["test_all"] | splits["val"]), "paragraph_id"])
 pool = triplets[(triplets["strategy"] == strategy) & triplets["anchor_id"].isin(train_ids)]
-assert not set(pool["anchor_id"]) & held_out, "a test paragraph leaked into training"
+assert not set(pool["anchor_id"]) & held_out, "a test or validation paragraph leaked into training"
 if T.max_triplets and len(pool) > T.max_triplets:
     pool = pool.sample(T.max_triplets, random_state=P.common.seed)
 print(f"{run}: {len(pool)} training triplets from {pool['anchor_id'].nunique()} anchor paragraphs")

@@ -66,19 +66,27 @@ corpora = {c: ev.CorpusData(*(pd.read_parquet(ROOT / f"data/processed/intersect/
                               for f in ("paragraphs", "reference", "splits")))
            for c in ("indic", "western")}
 agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
-ks = sorted(set(E.k_sweep) | {E.k})
+ks = sorted(set(E.k_sweep) | ({E.k} if isinstance(E.k, int) else set()))
 
 # %%
-frames = []
+frames, val_frames = [], []
 for run in T.runs:
     corpus, strategy, subset = run.split("-")
     enc = Encoder(ROOT / "data/models/intersect" / run, device=P.common.device, batch_size=P.common.batch_size)
-    frames.append(ev.paragraph_scores(enc, model=f"BiasRetriever ({MODEL_NAMES[strategy]})", train_corpus=corpus,
-                                      subset=subset, corpora=corpora, ks=ks, **agg))
+    name = f"BiasRetriever ({MODEL_NAMES[strategy]})"
+    frames.append(ev.paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset, corpora=corpora, ks=ks,
+                                      **agg))
+    val_frames.append(ev.paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset,
+                                          corpora={corpus: corpora[corpus]}, ks=ks, split="val", **agg))
 base = Encoder(M[T.base_model], device=P.common.device, batch_size=P.common.batch_size)
 frames.append(ev.base_scores(base, model=f"S-BERT-Base (frozen {T.base_model})",
                              runs=[(r.split("-")[0], r.split("-")[2]) for r in T.runs], corpora=corpora, ks=ks, **agg))
 per_paragraph = pd.concat(frames, ignore_index=True)
+# the retrieval depth: fixed, or the best mean Jaccard of the trained retrievers on their validation paragraphs
+k_best, k_table = ev.select_k(pd.concat(val_frames, ignore_index=True))
+K = E.k if isinstance(E.k, int) else k_best
+write_csv(OUT / "k_selection.csv", k_table)
+print(f"evaluation depth k = {K} ({'fixed' if isinstance(E.k, int) else 'chosen on the validation split'})")
 write_parquet(ROOT / "data/processed/intersect/detection_per_paragraph.parquet", per_paragraph, index=False)
 results = ev.aggregate(per_paragraph)
 write_csv(OUT / "detection_long.csv", results)
@@ -86,7 +94,7 @@ write_csv(OUT / "detection_long.csv", results)
 baselines = pd.read_csv(OUT / "baselines_long.csv")
 baselines = baselines.merge(pd.DataFrame({"k": ks}), how="cross")
 results = pd.concat([results, baselines], ignore_index=True)
-summary = ev.summarise(results, E.k)
+summary = ev.summarise(results, K)
 write_csv(OUT / "summary.csv", summary)
 summary.round(3)
 
@@ -97,14 +105,15 @@ summary.round(3)
 
 # %%
 U = P.common.uncertainty
-clf = pd.read_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.parquet").assign(k=E.k)
+clf = pd.read_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.parquet").assign(k=K)
 claims = cl.write(OUT / "claims.csv", findings.claims(
-    pd.concat([per_paragraph, clf], ignore_index=True), k=E.k, k_max=max(ks), plateau_bound=E.plateau_bound,
+    pd.concat([per_paragraph, clf], ignore_index=True), k=K, k_max=max(ks), plateau_bound=E.plateau_bound,
     rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
 claims
 
 # %%
-metrics = {"k": E.k, "aggregation": agg, "jaccard": ev.headline(summary), "claims": cl.summary(claims)}
+metrics = {"k": K, "k_chosen_on": "fixed" if isinstance(E.k, int) else "validation", "aggregation": agg,
+           "jaccard": ev.headline(summary), "claims": cl.summary(claims)}
 write_json(OUT / "metrics.json", metrics)
 metrics
 
@@ -114,13 +123,13 @@ metrics
 # %%
 for domain, fname, paper_fig in (("in-domain", "fig2_in_domain.png", "Fig. 2"),
                                  ("cross-domain", "fig3_cross_domain.png", "Fig. 3")):
-    d = results[(results["k"] == E.k) & (results["domain"] == domain)]
+    d = results[(results["k"] == K) & (results["domain"] == domain)]
     if d.empty:
         continue
     g = sns.catplot(data=d, x="test_set", y="jaccard", hue="model", col="test_corpus", kind="bar",
                     errorbar="sd", order=["seen", "unseen", "all"], height=3.2, aspect=1.2)
-    g.set_axis_labels("test set", f"Jaccard @ k={E.k}")
-    g.figure.suptitle(f"{domain.capitalize()} detection: Jaccard @ k={E.k} per test set (mean ± sd over subsets; "
+    g.set_axis_labels("test set", f"Jaccard @ k={K}")
+    g.figure.suptitle(f"{domain.capitalize()} detection: Jaccard @ k={K} per test set (mean ± sd over subsets; "
                       f"cf. the paper's {paper_fig})", y=1.04)
     save_figure(g.figure, OUT / fname)
     plt.show()
@@ -140,11 +149,11 @@ plt.show()
 
 # %% [markdown]
 # ## Triplet-strategy ablation (the paper's Fig. 6, App. A.6: in-domain, D_test,N, k = 20)
-# Only the strategies listed in `intersect.train.runs` appear; the default CPU configuration trains SR-k4 only,
-# the paper-scale configuration all four.
+# Only the strategies listed in `intersect.train.runs` appear (the paper-scale configuration trains all four on
+# C1–C3).
 
 # %%
-k_abl = 20 if 20 in ks else E.k
+k_abl = 20 if 20 in ks else K
 abl = results[(results["k"] == k_abl) & (results["domain"] == "in-domain") & (results["test_set"] == "all")
               & results["model"].str.contains("Retriever|S-BERT")]
 g = sns.catplot(data=abl, x="model", y="jaccard", col="train_corpus", kind="bar", errorbar="sd", height=3.2,

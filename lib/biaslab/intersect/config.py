@@ -4,7 +4,7 @@ every value is written in params.yaml (see ``biaslab.config``)."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -42,6 +42,7 @@ class IntersectSplits(Section):
 
     seen_train: float = Field(gt=0, lt=1)
     unbiased_train: float = Field(gt=0, lt=1)
+    validation: float = Field(ge=0, lt=1)  # share of D_train,Ci held out for choosing k (not in the paper)
     subsets: dict[Corpus, dict[str, list[str]]]
 
 
@@ -104,7 +105,7 @@ class IntersectBaselines(Section):
 class IntersectEvaluate(Section):
     """§5 and App. A.5: detection by top-k retrieval and label aggregation."""
 
-    k: int = Field(gt=0)
+    k: Annotated[int, Field(gt=0)] | Literal["validation"]  # a fixed depth, or chosen on the validation split
     k_sweep: list[int]
     aggregation: Literal["share", "top"]
     threshold: float = Field(gt=0, le=1)

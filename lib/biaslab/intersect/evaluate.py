@@ -23,15 +23,16 @@ class CorpusData:
 
 
 def paragraph_scores(encoder, *, model: str, train_corpus: str, subset: str, corpora: Mapping[str, CorpusData],
-                     ks: Sequence[int], **agg) -> pd.DataFrame:
+                     ks: Sequence[int], split: str = "test_all", **agg) -> pd.DataFrame:
     """One row per (test corpus, held-out paragraph of ``subset``, k): its Jaccard and exact match and the test sets
-    it belongs to — the units every interval and paired test of the findings resamples."""
+    it belongs to — the units every interval and paired test of the findings resamples. ``split="val"`` scores the
+    subset's validation paragraphs instead (for :func:`select_k`)."""
     frames = []
     for test_corpus, data in corpora.items():
         sub = data.splits[data.splits["subset"] == subset]
         if sub.empty:
             continue
-        sub = sub[sub["test_all"]].merge(data.paragraphs[["paragraph_id", "text", "labels"]], on="paragraph_id")
+        sub = sub[sub[split]].merge(data.paragraphs[["paragraph_id", "text", "labels"]], on="paragraph_id")
         det = Detector(encoder, data.reference)
         sims, ids = det.retrieve(sub["text"].tolist(), max(ks))
         preds = predictions_over_k(data.reference["label"].to_numpy()[ids], sims, ks, **agg)
@@ -47,19 +48,33 @@ def paragraph_scores(encoder, *, model: str, train_corpus: str, subset: str, cor
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def select_k(val_rows: pd.DataFrame) -> tuple[int, pd.DataFrame]:
+    """The retrieval depth with the highest mean Jaccard over validation paragraphs (:func:`paragraph_scores` with
+    ``split="val"``, every trained retriever pooled; ties go to the smaller k) — k is chosen on data that is neither
+    trained nor tested on. Returns (k, the per-k table with ``chosen`` marked)."""
+    if val_rows.empty:
+        raise ValueError("no validation paragraphs to choose k on: set intersect.splits.validation > 0 (and rerun "
+                         "the splits), or fix intersect.evaluate.k to a number")
+    table = (val_rows.groupby("k").agg(jaccard=("jaccard", "mean"), exact_match=("exact_match", "mean"),
+                                       paragraphs=("jaccard", "size")).reset_index().sort_values("k"))
+    best = int(table.loc[table["jaccard"].idxmax(), "k"])  # idxmax returns the first (smallest k) of ties
+    return best, table.assign(chosen=table["k"] == best).reset_index(drop=True)
+
+
 def base_scores(encoder, *, model: str, runs: Sequence[tuple[str, str]], corpora: Mapping[str, CorpusData],
                 ks: Sequence[int], **agg) -> pd.DataFrame:
-    """The frozen base retriever's rows for every (training corpus, subset) of ``runs``: in-domain on that corpus,
-    and — since it has no training corpus — the same scores on each other corpus stand as its cross-domain bar
-    (``train_corpus`` = the corpus a retriever was trained on, ``test_corpus`` = the other one). Each (corpus,
-    subset) is scored once."""
-    frames = []
-    for corpus, subset in sorted({(c, s) for c, s in runs if c in corpora}):
-        rows = paragraph_scores(encoder, model=model, train_corpus=corpus, subset=subset,
-                                corpora={corpus: corpora[corpus]}, ks=ks, **agg)
-        frames.append(rows)
-        for other in sorted({c for c, s in runs if s == subset and c != corpus}):
-            frames.append(rows.assign(train_corpus=other, domain="cross-domain"))
+    """The frozen base retriever's rows beside every trained retriever (training corpus, subset) of ``runs``:
+    in-domain on that corpus, and — since the base has no training corpus — its scores on each other corpus's
+    test sets of the same subset as the cross-domain bar (``train_corpus`` = the retriever's training corpus,
+    ``test_corpus`` = the other one). Each (corpus, subset) is scored once."""
+    runs = sorted({(c, s) for c, s in runs if c in corpora})
+    needed = sorted(set(runs) | {(b, s) for c, s in runs for b in corpora if b != c})
+    scored = {(c, s): paragraph_scores(encoder, model=model, train_corpus=c, subset=s, corpora={c: corpora[c]},
+                                       ks=ks, **agg) for c, s in needed}
+    frames = [scored[(c, s)] for c, s in runs]
+    frames += [scored[(b, s)].assign(train_corpus=c, domain="cross-domain")
+               for c, s in runs for b in corpora if b != c and len(scored[(b, s)])]
+    frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

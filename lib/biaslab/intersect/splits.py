@@ -4,7 +4,10 @@ For a subset C_i of seen categories:
 * D_train,Ci = a stratified 80 % of the biased paragraphs in C_i + 70 % of the unbiased paragraphs;
 * D_test,Ci (``test_seen``) = the other 20 % of C_i + the held-out 30 % unbiased;
 * D_test,N−Ci (``test_unseen``) = every biased paragraph of the other categories + the held-out 30 % unbiased;
-* D_test,N (``test_all``) = the union of the two.
+* D_test,N (``test_all``) = the union of the two;
+* ``val`` — not in the paper: a stratified share ``validation`` of D_train,Ci (biased per category, and unbiased)
+  held out of training, so that choices the paper leaves open (the retrieval depth k) are made on data that is
+  neither trained on nor tested on. ``validation: 0`` keeps the paper's D_train,Ci whole.
 
 The unbiased 70/30 split is drawn once per corpus (seeded), so all three subsets hold out the same unbiased
 paragraphs. :func:`check_disjoint` is the guarantee that no paragraph is both trained and tested on.
@@ -19,11 +22,11 @@ from sklearn.model_selection import train_test_split
 
 from .paragraphs import canonical
 
-SETS = ("train", "test_seen", "test_unseen", "test_all")
+SETS = ("train", "val", "test_seen", "test_unseen", "test_all")
 
 
 def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], *, seen_train: float,
-                unbiased_train: float, seed: int) -> pd.DataFrame:
+                unbiased_train: float, validation: float, seed: int) -> pd.DataFrame:
     """Long table: one row per (subset, paragraph) with boolean columns :data:`SETS`."""
     cats = set(paragraphs["category"]) - {"unbiased"}
     unb = paragraphs.loc[paragraphs["category"] == "unbiased", "paragraph_id"]
@@ -44,10 +47,22 @@ def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], 
                              f"for a stratified {seen_train:.0%} split ({err}); raise n_biased of this corpus in "
                              "intersect.paragraphs.corpora") from None
         tr, te = set(tr), set(te)
+        va: set = set()
+        if validation > 0:
+            pool = paragraphs[paragraphs["paragraph_id"].isin(tr | unb_train)]
+            try:
+                _, held = train_test_split(pool["paragraph_id"].tolist(), test_size=validation, random_state=seed,
+                                           stratify=pool["category"].tolist())
+            except ValueError as err:
+                raise ValueError(f"subset {name}: a stratified {validation:.0%} validation share of its "
+                                 f"{len(pool)} training paragraphs is impossible ({err}); lower "
+                                 "intersect.splits.validation or raise n_biased") from None
+            va = set(held)
         unseen = set(paragraphs.loc[~paragraphs["category"].isin(seen | {"unbiased"}), "paragraph_id"])
         pid = paragraphs["paragraph_id"]
         df = pd.DataFrame({"subset": name, "paragraph_id": pid})
-        df["train"] = pid.isin(tr | unb_train)
+        df["train"] = pid.isin((tr | unb_train) - va)
+        df["val"] = pid.isin(va)
         df["test_seen"] = pid.isin(te | unb_test)
         df["test_unseen"] = pid.isin(unseen | unb_test)
         df["test_all"] = df["test_seen"] | df["test_unseen"]
@@ -58,10 +73,13 @@ def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], 
 
 
 def check_disjoint(splits: pd.DataFrame) -> None:
-    """No paragraph is in a subset's training set and any of its test sets."""
-    bad = splits[splits["train"] & splits["test_all"]]
-    if len(bad):
-        raise AssertionError(f"{len(bad)} paragraphs are in both train and test, e.g. {bad.iloc[0].to_dict()}")
+    """No paragraph is in more than one of a subset's training, validation and test sets."""
+    val = splits.get("val", False)
+    for a, b, name in ((splits["train"], splits["test_all"], "train and test"), (splits["train"], val, "train and val"),
+                       (val, splits["test_all"], "val and test")):
+        bad = splits[a & b]
+        if len(bad):
+            raise AssertionError(f"{len(bad)} paragraphs are in both {name}, e.g. {bad.iloc[0].to_dict()}")
 
 
 def summary(splits: pd.DataFrame, paragraphs: pd.DataFrame) -> pd.DataFrame:
