@@ -39,25 +39,15 @@ def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], 
         if unknown:
             raise ValueError(f"subset {name}: categories {unknown} are not in the corpus ({sorted(cats)})")
         in_seen = paragraphs[paragraphs["category"].isin(seen)]
-        try:
-            tr, te = train_test_split(in_seen["paragraph_id"].tolist(), train_size=seen_train, random_state=seed,
-                                      stratify=in_seen["category"].tolist())
-        except ValueError as err:
-            raise ValueError(f"subset {name}: {len(in_seen)} paragraphs in {len(seen)} seen categories are too few "
-                             f"for a stratified {seen_train:.0%} split ({err}); raise n_biased of this corpus in "
-                             "intersect.paragraphs.corpora") from None
-        tr, te = set(tr), set(te)
+        tr, te = _stratified(in_seen, seed, f"subset {name}: {len(in_seen)} paragraphs in {len(seen)} seen categories "
+                             f"are too few for a stratified {seen_train:.0%} split", "raise n_biased of this corpus in "
+                             "intersect.paragraphs.corpora", train_size=seen_train)
         va: set = set()
         if validation > 0:
             pool = paragraphs[paragraphs["paragraph_id"].isin(tr | unb_train)]
-            try:
-                _, held = train_test_split(pool["paragraph_id"].tolist(), test_size=validation, random_state=seed,
-                                           stratify=pool["category"].tolist())
-            except ValueError as err:
-                raise ValueError(f"subset {name}: a stratified {validation:.0%} validation share of its "
-                                 f"{len(pool)} training paragraphs is impossible ({err}); lower "
-                                 "intersect.splits.validation or raise n_biased") from None
-            va = set(held)
+            _, va = _stratified(pool, seed, f"subset {name}: a stratified {validation:.0%} validation share of its "
+                                f"{len(pool)} training paragraphs is impossible", "lower intersect.splits.validation "
+                                "or raise n_biased", test_size=validation)
         unseen = set(paragraphs.loc[~paragraphs["category"].isin(seen | {"unbiased"}), "paragraph_id"])
         pid = paragraphs["paragraph_id"]
         df = pd.DataFrame({"subset": name, "paragraph_id": pid})
@@ -70,6 +60,17 @@ def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], 
     out = pd.concat(frames, ignore_index=True)
     check_disjoint(out)
     return out
+
+
+def _stratified(rows: pd.DataFrame, seed: int, what: str, fix: str, **size) -> tuple[set, set]:
+    """Paragraph ids of ``rows`` split by ``train_test_split`` stratified by category (``size``: its train_size or
+    test_size); an impossible split raises a ValueError saying ``what`` failed, sklearn's reason and the ``fix``."""
+    try:
+        a, b = train_test_split(rows["paragraph_id"].tolist(), random_state=seed, stratify=rows["category"].tolist(),
+                                **size)
+    except ValueError as err:
+        raise ValueError(f"{what} ({err}); {fix}") from None
+    return set(a), set(b)
 
 
 def check_disjoint(splits: pd.DataFrame) -> None:
