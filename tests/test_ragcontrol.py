@@ -175,6 +175,24 @@ def test_eval_corpus_sides_and_questions(raw_dir):
         tasks.eval_corpus("Klingon-QA", raw_dir)
 
 
+def test_test_subset_keeps_the_seeded_questions_and_only_their_documents():
+    from biaslab.ragcontrol.prepare import test_subset
+
+    test = pd.DataFrame({"qid": [f"q{i}" for i in range(6)], "question": list("abcdef")})
+    corpus = pd.DataFrame({"doc_id": range(5), "text": list("vwxyz"),
+                           "qids": [("q0",), ("q1", "q4"), ("q2",), ("train-1",), ("q5", "train-2")]})
+    same_t, same_c = test_subset(test, corpus, 0, seed=7)
+    assert same_t is test and same_c is corpus  # 0 = the paper's setting, untouched
+    t, c = test_subset(test, corpus, 3, seed=7)
+    assert len(t) == 3 and t["qid"].tolist() == sorted(t["qid"], key=lambda q: int(q[1:]))  # input order kept
+    kept = set(t["qid"])
+    assert c["qids"].map(lambda qs: bool(kept & set(qs))).all() and c["doc_id"].tolist() == list(range(len(c)))
+    dropped = corpus[~corpus["text"].isin(c["text"])]
+    assert not dropped["qids"].map(lambda qs: bool(kept & set(qs))).any()  # every linked document is kept
+    assert test_subset(test, corpus, 3, seed=7)[0].equals(t)  # seeded
+    assert test_subset(test, corpus, 10, seed=7)[0] is test
+
+
 def corpus_frame():
     return pd.DataFrame({"doc_id": [0, 1, 2], "text": ["she", "he", "rain"], "bias1": [True, False, False],
                          "bias2": [False, True, False], "qids": [("q1",), ("q2",), ()]})

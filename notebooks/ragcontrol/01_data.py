@@ -45,6 +45,7 @@ raw_dir = ...  # data.raw_dir
 embedder = ...  # ragcontrol.embedder
 max_seq_length = ...  # ragcontrol.max_seq_length
 judge = ...  # ragcontrol.judge
+max_test_questions = ...  # ragcontrol.max_test_questions
 top_k = ...  # ragcontrol.candidates.top_k
 corpora = ...  # ragcontrol.candidates.corpora
 max_pool = ...  # ragcontrol.candidates.max_pool
@@ -75,6 +76,7 @@ seed_everything(P.common.seed)
 groups = tasks.GROUPS[task]
 splits = {s: tasks.questions(task, s, RAW) for s in tasks.SPLITS[task]}
 corpus = tasks.eval_corpus(task, RAW, splits)
+splits["test"], corpus = prepare.test_subset(splits["test"], corpus, C.max_test_questions, P.common.seed)
 pd.DataFrame([{"split": s, "questions": len(q)} for s, q in splits.items()] +
              [{"split": "evaluation corpus", "questions": len(corpus)}])
 

@@ -113,6 +113,7 @@ class Ragcontrol(Section):
     embedder: str  # paper: thenlper/gte-base
     max_seq_length: int = Field(gt=0)
     judge: Literal["lexicon", "llm"]  # llm: the appendix judge prompts through the llm section
+    max_test_questions: int = Field(ge=0)  # a quick smaller problem: seeded test subset + its documents; 0 = all
     candidates: RagcontrolCandidates
     train: RagcontrolTrain
     projection: RagcontrolProjection

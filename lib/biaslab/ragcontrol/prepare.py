@@ -51,6 +51,22 @@ def _answer_name(docs: Sequence[str]) -> str | None:
     return next((p[1] for p in found if p), None)
 
 
+def test_subset(test: pd.DataFrame, corpus: pd.DataFrame, n: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A quick, smaller problem (``ragcontrol.max_test_questions``): a seeded subset of ``n`` test questions and
+    the evaluation-corpus documents released for them (every other document dropped, so retrieval has fewer
+    distractors and its numbers are not comparable with the paper's). ``n`` = 0 or at least the number of
+    questions: both unchanged (the paper's setting)."""
+    from .evaluate import seeded_subset
+
+    keep = seeded_subset(test["qid"].tolist(), n, seed)
+    if len(keep) == len(test):
+        return test, corpus
+    kept = set(keep)
+    test = test[test["qid"].isin(kept)].reset_index(drop=True)
+    linked = corpus["qids"].map(lambda qs: bool(kept.intersection(qs)))
+    return test, corpus[linked].reset_index(drop=True).assign(doc_id=lambda d: range(len(d)))
+
+
 def reader_questions(task: str, test: pd.DataFrame, seed: int) -> pd.DataFrame:
     """The test questions as the readers see them. PoliticBias-QA: the seeded A/B order of the two claims
     (``right_first``; App.: "We randomize the order"). GenderBias-QA: the two answer names of the likelihood reader
