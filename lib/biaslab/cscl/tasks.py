@@ -147,7 +147,7 @@ def split(task: pd.DataFrame, *, val: float, test: float, seed: int) -> pd.DataF
     idx = np.arange(len(task))
     rest, tiny = idx[~small.to_numpy()], idx[small.to_numpy()]
     try:
-        train, held = train_test_split(rest, test_size=val + test, random_state=seed, stratify=cell.iloc[rest])
+        _, held = train_test_split(rest, test_size=val + test, random_state=seed, stratify=cell.iloc[rest])
         held_cell = cell.iloc[held]
         strat = held_cell if held_cell.value_counts().min() >= 2 else None
         v, t = train_test_split(held, test_size=test / (val + test), random_state=seed, stratify=strat)
