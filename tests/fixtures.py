@@ -165,6 +165,24 @@ def write_trec_dl(raw: Path) -> None:
     (root / "topics.dl20.txt").write_text("1030303\twho is aziz hashim\n")
 
 
+def write_jigsaw_testsets(raw: Path) -> None:
+    root = raw / "jigsaw_identity_term_bias_testsets"
+    _csv(root / "bias_madlibs_77k.csv", ["Text", "Label", "Template"],
+         [["Sara is a wonderful black", "NOT_BAD", "name_adj"], ["Joe is a dumb white", "BAD", "name_adj"],
+          ["Being gay is awful.", "BAD", "being_adj"]])
+    for name in ("toxicity_nonfuzzed_testset.csv", "toxicity_fuzzed_testset.csv"):
+        _csv(root / name, ["rev_id", "comment", "toxic"], [[1, "  Thanks for the edit.  ", "False"],
+                                                          [2, "You are a stupid muslim", "True"]])
+
+
+def write_bias_in_bios(raw: Path) -> None:
+    root = raw / "bias_in_bios_samples"
+    _csv(root / "bios_samples_28_professions.csv", ["hard_text", "profession", "gender"],
+         [["She treats patients at night.", "nurse", "Female"], ["He writes compilers.", "software_engineer", "Male"]])
+    _csv(root / "accountant_complete.csv", ["hard_text", "profession", "gender"],
+         [["He audits firms.", "accountant", "Male"], ["She treats patients at night.", "nurse", "Female"]])
+
+
 WRITERS = {
     "seat": write_seat, "indibias": write_indibias, "sbic": write_sbic, "bbq": write_bbq,
     "twinviews_13k": write_twinviews, "debiasing_rag_kim2025": write_kim2025,

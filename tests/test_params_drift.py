@@ -84,6 +84,10 @@ ALLOWED = {
     ("ragcontrol/rag.py", "answer_task", "llm"): "a generating LLM object (generate mode only), not the llm section",
     ("ragcontrol/reader.py", "decide", "llm"): "a generating LLM object (generate mode only), not the llm section",
     ("config.py", "stage_params", "check_hash_seed"): "a runner switch, not a knob",
+    # public signatures the cscl issue fixes (outside code calls them by these names); stages pass params values
+    ("losses.py", "supcon_loss", "temperature"): "public API (SupCon's usual default); stages pass cscl's value",
+    ("losses.py", "cs_infonce_loss", "temperature"): "public API; stages pass cscl's value",
+    ("cscl/inlp.py", "debiasing_projection", "seed"): "public API (Ravfogel et al.'s signature); stages pass the seed",
 }
 
 

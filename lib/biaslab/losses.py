@@ -67,3 +67,76 @@ def multi_positive_contrastive(queries, documents, labels, scale: float):
     lse_pos = torch.logsumexp(s.masked_fill(~pos, neg_inf), dim=1)
     lse_all = torch.logsumexp(s.masked_fill(~used, neg_inf), dim=1)
     return (lse_all - lse_pos).mean()
+
+
+def _contrastive_views(features, positives, candidates, temperature: float, contrast_mode: str):
+    """The SupCon form shared by :func:`supcon_loss` and :func:`cs_infonce_loss` (Khosla et al. 2020, as the cscl
+    public code ``models/contrastive_losses.py`` computes it, with base temperature = temperature):
+
+        L = mean_anchors −(1/|P(i)|) Σ_{p∈P(i)} log( exp(z_i·z_p/τ) / Σ_{k∈D(i)} exp(z_i·z_k/τ) )
+
+    ``features`` [batch, n_views, dim] (L2-normalised views); ``positives`` / ``candidates`` [batch, batch] boolean
+    masks at the example level (P(i): positives, D(i): the denominator), tiled over views; an anchor is never its
+    own positive or candidate. ``contrast_mode`` ``all``: every view is an anchor; ``one``: the first view only.
+    Written with logsumexp over masked logits (the reference subtracts the row maximum; the same number)."""
+    import torch
+
+    if features.dim() < 3:
+        raise ValueError(f"features must have shape [batch, n_views, dim], got {tuple(features.shape)}: stack the "
+                         "views of each example on dimension 1 (features.unsqueeze(1) for a single view)")
+    batch, n_views = features.shape[:2]
+    flat = features.reshape(batch, n_views, -1).transpose(0, 1).reshape(batch * n_views, -1)  # view-major
+    if contrast_mode == "all":
+        anchors, n_anchor = flat, n_views
+    elif contrast_mode == "one":
+        anchors, n_anchor = flat[:batch], 1
+    else:
+        raise ValueError(f"unknown contrast_mode {contrast_mode!r}: use all or one")
+    logits = anchors @ flat.T / temperature
+    rows = torch.arange(n_anchor * batch, device=features.device)
+    not_self = torch.ones_like(logits, dtype=torch.bool)
+    not_self[rows, rows] = False
+    pos = positives.to(features.device).repeat(n_anchor, n_views) & not_self
+    den = candidates.to(features.device).repeat(n_anchor, n_views) & not_self
+    n_pos = pos.sum(dim=1)
+    if not bool((n_pos > 0).all()):
+        raise ValueError("an anchor has no positive in this batch (a label with a single example and a single view): "
+                         "use two views per example or a larger batch")
+    log_den = torch.logsumexp(logits.masked_fill(~den, float("-inf")), dim=1, keepdim=True)
+    log_prob = (logits - log_den).masked_fill(~pos, 0.0)
+    return -(log_prob.sum(dim=1) / n_pos).mean()
+
+
+def supcon_loss(features, labels=None, temperature: float = 0.1, contrast_mode: str = "all"):
+    """Supervised contrastive loss L_sup (cscl §3.2, eq. 1; Khosla et al. 2020): the positives of an anchor are
+    every other view with its label y, the denominator every other view. ``labels=None``: SimCLR (the only
+    positive is the other view of the same example). Mean over anchors, as the public code (the paper's eq. 1
+    writes the sum over anchors; the code's mean is the same objective up to a constant factor)."""
+    import torch
+
+    batch = features.shape[0]
+    eye = torch.eye(batch, dtype=torch.bool, device=features.device)
+    if labels is None:
+        positives = eye
+    else:
+        labels = torch.as_tensor(labels, device=features.device).reshape(-1, 1)
+        if labels.shape[0] != batch:
+            raise ValueError(f"{labels.shape[0]} labels for a batch of {batch} examples")
+        positives = labels == labels.T
+    return _contrastive_views(features, positives, torch.ones_like(eye), temperature, contrast_mode)
+
+
+def cs_infonce_loss(features, labels, groups, temperature: float = 0.1, contrast_mode: str = "all"):
+    """Conditional supervised InfoNCE L_CS-InfoNCE (cscl §3.2, eq. 2; public code ``ConSupConLoss``): the only
+    positive of an anchor is another view of the same example, and the denominator runs over the views of the
+    examples with the same task label y AND the same protected group a. An example alone in its (y, a) cell
+    contributes log 1 = 0 with two views. Mean over anchors, as the public code."""
+    import torch
+
+    batch = features.shape[0]
+    labels = torch.as_tensor(labels, device=features.device).reshape(-1, 1)
+    groups = torch.as_tensor(groups, device=features.device).reshape(-1, 1)
+    if labels.shape[0] != batch or groups.shape[0] != batch:
+        raise ValueError(f"{labels.shape[0]} labels and {groups.shape[0]} groups for a batch of {batch} examples")
+    eye = torch.eye(batch, dtype=torch.bool, device=features.device)
+    return _contrastive_views(features, eye, (labels == labels.T) & (groups == groups.T), temperature, contrast_mode)

@@ -1,0 +1,95 @@
+"""cscl objectives run through the Trainer on a toy task with the real MiniLM encoder: each mode trains, the
+contrastive objectives see two views, the losses are the ones the objective names, bad input fails clearly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslab.cscl import train as ct
+
+from conftest import model_dir
+
+pytestmark = pytest.mark.slow
+
+TOY = pd.DataFrame({
+    "text": ["what a lovely day", "I love this film", "great work, thanks", "a wonderful person",
+             "you are an idiot", "this is garbage", "shut up, moron", "what a stupid idea"],
+    "y": [0, 0, 0, 0, 1, 1, 1, 1],
+    "a": [0, 1, 0, 1, 0, 1, 0, 1],
+})
+
+
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(model_dir("minilm")))
+
+
+def model(obj):
+    return ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0)
+
+
+def test_ce_learns_the_toy_task_and_is_seeded():
+    tok = tokenizer()
+    m = model(ct.Objective("ce"))
+    log = ct.fit(m, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, max_length=16, seed=0, device="cpu")
+    assert log["epochs_run"] == 4 and log["loss_per_epoch"][-1] < log["loss_per_epoch"][0]
+    feats = ct.encode(m, tok, TOY["text"].tolist(), max_length=16, batch_size=8)
+    pred = m.head(__import__("torch").as_tensor(feats)).argmax(1).numpy()
+    assert (pred == TOY["y"].to_numpy()).mean() == 1.0
+    again = model(ct.Objective("ce"))
+    assert ct.fit(again, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, max_length=16, seed=0,
+                  device="cpu")["loss_per_epoch"] == log["loss_per_epoch"]
+
+
+@pytest.mark.parametrize("obj", [ct.Objective("contrastive", lam=1.0, temperature=0.5),
+                                 ct.Objective("one_stage", lam=1.0, gamma=0.3, temperature=0.5),
+                                 ct.Objective("adversarial", lam=0.5, n_adversaries=3, lam_diff=10.0, adv_hidden=8)])
+def test_every_objective_trains(obj):
+    tok = tokenizer()
+    views = [[t + " indeed", t.upper()] for t in TOY["text"]]
+    m = model(obj)
+    log = ct.fit(m, tok, TOY, val=TOY.iloc[:4], patience=1, views=views, epochs=2, batch_size=4,
+                 learning_rate=5e-4, max_length=16, seed=0, device="cpu")
+    assert np.isfinite(log["train_loss"]) and log["epochs_run"] >= 1
+
+
+def test_the_loss_is_the_objectives_formula():
+    import torch
+    import torch.nn.functional as F
+
+    from biaslab.losses import cs_infonce_loss, supcon_loss
+
+    tok = tokenizer()
+    obj = ct.Objective("one_stage", lam=2.0, gamma=0.3, temperature=0.5)
+    m = model(obj).eval()
+    enc = tok(TOY["text"].tolist()[:8], padding=True, return_tensors="pt")
+    enc2 = tok([t.upper() for t in TOY["text"]][:8], padding=True, return_tensors="pt")
+    y, a = torch.tensor(TOY["y"][:8].to_numpy()), torch.tensor(TOY["a"][:8].to_numpy())
+    with torch.no_grad():
+        out = m(enc["input_ids"], enc["attention_mask"], y, a, enc2["input_ids"], enc2["attention_mask"])
+        z1, z2 = m.pool(enc["input_ids"], enc["attention_mask"]), m.pool(enc2["input_ids"], enc2["attention_mask"])
+        f = F.normalize(torch.stack([z1, z2], 1), dim=-1)
+        want = (0.7 * F.cross_entropy(m.head(z1), y) + 0.3 * supcon_loss(f, y, temperature=0.5)
+                + 2.0 * cs_infonce_loss(f, y, a, temperature=0.5))
+    assert float(out["loss"]) == pytest.approx(float(want), rel=1e-5)
+
+
+def test_head_on_fixed_features_and_bad_input():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 8)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(int)
+    head, log = ct.fit_head(x[:150], y[:150], 2, hidden=16, epochs=30, batch_size=32, learning_rate=1e-2, seed=0,
+                            val=(x[150:], y[150:]), patience=3)
+    assert (ct.predict_head(head, x[150:]) == y[150:]).mean() > 0.9 and len(log) <= 30
+    with pytest.raises(ValueError, match="gamma"):
+        ct.Objective("one_stage", gamma=1.5)
+    with pytest.raises(ValueError, match="lam = -1"):
+        ct.Objective("contrastive", lam=-1)
+    with pytest.raises(ValueError, match="unknown cscl objective"):
+        ct.Objective("supcon")
+    with pytest.raises(ValueError, match="needs augmented views"):
+        ct.fit(model(ct.Objective("contrastive")), tokenizer(), TOY, epochs=1, batch_size=8, learning_rate=1e-4,
+               max_length=8, seed=0, device="cpu")
