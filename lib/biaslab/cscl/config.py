@@ -1,0 +1,114 @@
+"""The ``cscl`` section of params.yaml (Chi et al. 2022, "Conditional Supervised Contrastive Learning for Fair Text
+Classification"). Types and bounds only: every value is written in params.yaml (see ``biaslab.config``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..config import Section
+
+Task = Literal["madlibs_race", "wiki_race", "sbic_race", "bios_gender", "jigsaw_race", "biasbios_full"]
+Mode = Literal["ce", "contrastive", "one_stage", "adversarial", "inlp"]
+
+
+class CsclSplits(Section):
+    """App. B.1: jigsaw 60.5 / 10.2 / 29.3 %, biasbios 65 / 10 / 25 % (train / val / test)."""
+
+    val: float = Field(gt=0, lt=1)
+    test: float = Field(gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _shares(self):
+        if self.val + self.test >= 1:
+            raise ValueError(f"cscl.splits: val + test = {self.val + self.test} leaves no training rows")
+        return self
+
+
+class CsclAugment(Section):
+    """App. B.3 (EDA: α = 0.1, four augmented examples per example); see ``biaslab.cscl.augment``."""
+
+    method: Literal["eda"]
+    alpha: float = Field(ge=0, le=1)
+    n_aug: int = Field(gt=0)
+    synonyms: Literal["embedding", "wordnet"]  # embedding: the encoder's nearest whole-word tokens (offline)
+    wordnet_dir: str  # WordNet 3.0 database files (Debian wordnet-base: /usr/share/wordnet)
+    neighbours: int = Field(gt=0)  # embedding synonyms per word
+    keep_identity_terms: bool  # never replace / delete / insert identity terms (an addition to EDA)
+
+
+class CsclTrain(Section):
+    """App. B.2, Table 5 (batch 32, lr 2e-5, Adam, 10 / 7 epochs; pre-training 15 / 25 epochs, patience 3)."""
+
+    batch_size: int = Field(ge=2)  # also the contrastive batch: each example brings two views
+    learning_rate: float = Field(gt=0)
+    epochs: int = Field(gt=0)  # CE, one-stage and adversarial fine-tuning
+    pretrain_epochs: int = Field(gt=0)  # two-stage CL, stage 1 (early stopping on validation loss)
+    patience: int = Field(ge=0)  # 0 = no early stopping
+    head_hidden: int = Field(gt=0)  # the 2-layer MLP head's hidden width
+    head_epochs: int = Field(gt=0)  # heads on frozen features (two-stage stage 2, INLP)
+    head_learning_rate: float = Field(gt=0)
+    max_length: int = Field(gt=0)
+
+
+class CsclMethod(Section):
+    """One method of §4.2 and its trade-off grid (Tables 3–4). ``grid``: λ (contrastive, one_stage), λ_adv
+    (adversarial) or the number of INLP classifiers (inlp); ``ce`` has none."""
+
+    mode: Mode
+    grid: list[float]
+    temperature: float | None = Field(None, gt=0)  # τ (contrastive, one_stage)
+    gamma: float | None = Field(None, ge=0, le=1)  # one_stage: weight of L_sup (public code 0.3)
+    n_adversaries: int | None = Field(None, gt=0)  # adversarial: 1, or 3 for diverse adversaries
+    lam_diff: float | None = Field(None, ge=0)  # diverse adversaries' difference loss (paper 100 / 5000)
+    adv_hidden: int | None = Field(None, gt=0)
+    min_accuracy: float | None = Field(None, ge=0, le=1)  # inlp: skip classifiers below this dev accuracy
+    by_class: bool | None = None  # inlp: the equalized-odds variant
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if x < 0]
+        if bad:
+            raise ValueError(f"trade-off values {bad} are negative: λ, λ_adv and N_clf must be >= 0")
+        return v
+
+    @model_validator(mode="after")
+    def _needs(self):
+        need = {"contrastive": ("temperature",), "one_stage": ("temperature", "gamma"),
+                "adversarial": ("n_adversaries", "lam_diff", "adv_hidden"), "inlp": ("min_accuracy", "by_class"),
+                "ce": ()}[self.mode]
+        missing = [k for k in need if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"a {self.mode} method needs {missing}")
+        if self.mode != "ce" and not self.grid:
+            raise ValueError(f"a {self.mode} method needs a non-empty grid")
+        if self.mode == "inlp" and any(x != int(x) or x < 1 for x in self.grid):
+            raise ValueError("an inlp grid lists numbers of classifiers (whole numbers >= 1)")
+        return self
+
+
+class Cscl(Section):
+    tasks: list[Task]
+    full_data: dict[Task, str]  # the paper's data files for jigsaw_race / biasbios_full, when a user has them
+    encoder: str  # paper: bert-base-uncased
+    offensive_threshold: float = Field(gt=0, le=1)  # sbic_race: y = annotator mean offensiveness >= this
+    max_rows: int = Field(ge=0)  # per task, a seeded (y, a)-stratified sample; 0 = all
+    seeds: list[int]  # every method runs once per seed (paper: 5)
+    splits: CsclSplits
+    augment: CsclAugment
+    train: CsclTrain
+    methods: dict[str, CsclMethod]
+
+    @model_validator(mode="after")
+    def _check(self):
+        if not self.seeds:
+            raise ValueError("cscl.seeds is empty: list at least one seed (paper: 5)")
+        full = [t for t in self.tasks if t in ("jigsaw_race", "biasbios_full") and t not in self.full_data]
+        if full:
+            raise ValueError(f"cscl.tasks {full} read the paper's full data: add their files to cscl.full_data")
+        return self
+
+
+SECTION = Cscl
