@@ -1,0 +1,90 @@
+"""One cscl run = one method × one trade-off value × one seed on one task (§4.2, App. B.2): train, predict the
+test split, score it (:func:`biaslab.metrics.fairness.equalized_odds_gaps`). Notebooks call :func:`run_method`;
+everything it needs arrives as arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..metrics.fairness import equalized_odds_gaps
+from . import train as ct
+from .inlp import debiasing_projection
+
+
+def objective(method, value: float | None) -> ct.Objective:
+    """The training objective of a method (a ``cscl.methods`` entry) at one grid value."""
+    m = method.mode
+    if m == "ce":
+        return ct.Objective("ce")
+    if m == "contrastive":
+        return ct.Objective("contrastive", lam=value, temperature=method.temperature)
+    if m == "one_stage":
+        return ct.Objective("one_stage", lam=value, gamma=method.gamma, temperature=method.temperature)
+    if m == "adversarial":
+        return ct.Objective("adversarial", lam=value, n_adversaries=method.n_adversaries, lam_diff=method.lam_diff,
+                            adv_hidden=method.adv_hidden)
+    raise ValueError(f"{m} has no training objective of its own (inlp works on a CE encoder's features)")
+
+
+def score(rows: pd.DataFrame, pred: np.ndarray) -> dict:
+    """Equalized-odds gaps, F1 and accuracy of ``pred`` on ``rows`` (columns ``y``, ``a``)."""
+    out = equalized_odds_gaps(rows["y"].to_numpy(), pred, rows["a"].to_numpy())
+    out.pop("rates")
+    return out
+
+
+def run_method(method, value: float | None, rows: pd.DataFrame, views: Sequence[Sequence[str]] | None, *,
+               encoder_dir, train, seed: int, device: str) -> dict:
+    """Train and score one setting. ``rows``: the task with its ``split`` column; ``views``: per training row its
+    augmented copies (contrastive objectives); ``train``: the ``cscl.train`` section. Returns the scores, the
+    training log and the test predictions; for ``ce``, also the encoder features of every split (INLP's input)."""
+    from transformers import AutoTokenizer
+
+    tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
+    n_classes, n_groups = int(rows["y"].max()) + 1, int(rows["a"].max()) + 1
+    tok = AutoTokenizer.from_pretrained(str(encoder_dir))
+    model = ct.build_model(encoder_dir, n_classes, n_groups, objective(method, value),
+                           head_hidden=train.head_hidden, seed=seed)
+    two_stage = method.mode == "contrastive"
+    log = ct.fit(model, tok, tr, val=va, views=views, epochs=train.pretrain_epochs if two_stage else train.epochs,
+                 batch_size=train.batch_size, learning_rate=train.learning_rate, max_length=train.max_length,
+                 seed=seed, device=device, patience=train.patience or None)
+    enc = {s: ct.encode(model, tok, d["text"].tolist(), max_length=train.max_length, batch_size=train.batch_size)
+           for s, d in (("train", tr), ("val", va), ("test", te))}
+    if two_stage:  # stage 2: the MLP head with CE on the frozen encoder's features
+        head, head_log = ct.fit_head(enc["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
+                                     epochs=train.head_epochs, batch_size=train.batch_size,
+                                     learning_rate=train.head_learning_rate, seed=seed,
+                                     val=(enc["val"], va["y"].to_numpy()), patience=train.patience or None)
+        pred = ct.predict_head(head, enc["test"])
+        log["head"] = head_log
+    else:
+        import torch
+
+        with torch.no_grad():
+            pred = model.head(torch.as_tensor(enc["test"])).argmax(1).numpy()
+    out = {"scores": score(te, pred), "log": log, "pred": pred}
+    if method.mode == "ce":
+        out["features"] = enc
+    return out
+
+
+def run_inlp(method, n_classifiers: int, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train,
+             seed: int) -> dict:
+    """INLP (§4.2) on a CE encoder's features: the debiasing projection learnt on train (dev accuracy on val),
+    then the MLP head on the projected features (Ravfogel et al.'s guarding layer + classifier)."""
+    tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
+    P, kept, _ = debiasing_projection(features["train"], tr["a"], features["val"], va["a"], int(n_classifiers),
+                                      min_accuracy=method.min_accuracy, by_class=method.by_class, seed=seed,
+                                      main_train=tr["y"], main_dev=va["y"])
+    proj = {s: features[s] @ P.T for s in features}
+    n_classes = int(rows["y"].max()) + 1
+    head, head_log = ct.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
+                                 epochs=train.head_epochs, batch_size=train.batch_size,
+                                 learning_rate=train.head_learning_rate, seed=seed, val=(proj["val"], va["y"].to_numpy()),
+                                 patience=train.patience or None)
+    pred = ct.predict_head(head, proj["test"])
+    return {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log}, "pred": pred}
