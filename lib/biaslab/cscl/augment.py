@@ -171,3 +171,26 @@ def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_
     texts = [" ".join(w) for w in out]
     rng.shuffle(texts)
     return texts[:n_aug]
+
+
+def synonym_source(kind: str, *, encoder_dir=None, wordnet_dir=None, neighbours: int):
+    """The synonym function of ``cscl.augment.synonyms``: ``wordnet`` (database files in ``wordnet_dir``) or
+    ``embedding`` (nearest whole-word tokens of the encoder in ``encoder_dir``)."""
+    if kind == "wordnet":
+        return WordNetSynonyms(wordnet_dir)
+    if kind == "embedding":
+        from transformers import AutoModel, AutoTokenizer
+
+        model = AutoModel.from_pretrained(str(encoder_dir))
+        weights = model.get_input_embeddings().weight.detach().float().numpy()
+        return EmbeddingNeighbours(AutoTokenizer.from_pretrained(str(encoder_dir)), weights, k=neighbours)
+    raise ValueError(f"unknown synonym source {kind!r}: use embedding or wordnet")
+
+
+def views(texts: Sequence[str], synonyms, *, alpha: float, n_aug: int, seed: int,
+          keep: Collection[str] = frozenset()) -> list[list[str]]:
+    """:func:`eda` for every text (a progress bar on long lists)."""
+    from ..runtime import progress
+
+    return [eda(t, synonyms, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep)
+            for t in progress(list(texts), desc="EDA views")]

@@ -92,7 +92,7 @@ class CsclMethod(Section):
 class Cscl(Section):
     tasks: list[Task]
     full_data: dict[Task, str]  # the paper's data files for jigsaw_race / biasbios_full, when a user has them
-    encoder: str  # paper: bert-base-uncased
+    backbone: str  # the classifier encoder (paper: bert-base-uncased)
     offensive_threshold: float = Field(gt=0, le=1)  # sbic_race: y = annotator mean offensiveness >= this
     max_rows: int = Field(ge=0)  # per task, a seeded (y, a)-stratified sample; 0 = all
     seeds: list[int]  # every method runs once per seed (paper: 5)

@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # cscl — one task: text, task label y, protected attribute a; splits and EDA views (Chi et al. 2022, App. B)
+#
+# The paper's Jigsaw race and Bias in Bios sets are not obtainable here in full; the offline tasks are real
+# stand-ins (`biaslab.cscl.tasks`, each builder says what it is), and the paper's tasks run when `cscl.full_data`
+# points at their files. The split is seeded, stratified by (y, a) and checked for leakage; the augmented views
+# for the contrastive objectives are EDA (α = 0.1, four per example; App. B.3) with the synonym source of
+# `cscl.augment.synonyms`.
+
+# %%
+import pandas as pd
+
+from biaslab import config, models
+from biaslab.cscl import augment, tasks
+from biaslab.io import write_csv, write_parquet
+from biaslab.paths import repo_root, resolve
+
+# %% tags=["parameters"]
+task = "sbic_race"  # the member this notebook runs
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+raw_dir = ...  # data.raw_dir
+backbone = ...  # cscl.backbone
+full_data = ...  # cscl.full_data
+offensive_threshold = ...  # cscl.offensive_threshold
+max_rows = ...  # cscl.max_rows
+val = ...  # cscl.splits.val
+test = ...  # cscl.splits.test
+method = ...  # cscl.augment.method
+alpha = ...  # cscl.augment.alpha
+n_aug = ...  # cscl.augment.n_aug
+synonyms = ...  # cscl.augment.synonyms
+wordnet_dir = ...  # cscl.augment.wordnet_dir
+neighbours = ...  # cscl.augment.neighbours
+keep_identity_terms = ...  # cscl.augment.keep_identity_terms
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+
+# %%
+P = config.stage_params(globals(), f"cscl_data@{task}")
+C = P.cscl
+ROOT = repo_root()
+OUT = ROOT / "data/processed/cscl" / task
+M = models.preflight([C.backbone], P.models)
+rows = tasks.build(task, resolve(P.data.raw_dir, ROOT), offensive_threshold=C.offensive_threshold,
+                   full_data=C.full_data.get(task))
+rows = tasks.subsample(rows, C.max_rows, P.common.seed)
+rows = tasks.split(rows, val=C.splits.val, test=C.splits.test, seed=P.common.seed)
+write_parquet(OUT / "rows.parquet", rows, index=False)
+sizes = tasks.sizes(rows, task)
+write_csv(ROOT / f"reports/cscl/data/{task}_sizes.csv", sizes)
+print(f"{task}: {len(rows)} texts; (y, a) cells:", rows.groupby(["y_name", "a_name"]).size().to_dict())
+sizes
+
+# %% [markdown]
+# ## Augmented views (training rows only)
+
+# %%
+A = C.augment
+synonym_of = augment.synonym_source(A.synonyms, encoder_dir=M[C.backbone], wordnet_dir=A.wordnet_dir,
+                                  neighbours=A.neighbours)
+train = rows[rows["split"] == "train"]
+keep = tasks.identity_terms(task) if A.keep_identity_terms else frozenset()
+views = augment.views(train["text"], synonym_of, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep)
+write_parquet(OUT / "views.parquet", pd.DataFrame({"text": train["text"].to_numpy(), "views": views}), index=False)
+pd.DataFrame({"text": train["text"].head(3).to_numpy(), "view 1": [v[0] for v in views[:3]]})
