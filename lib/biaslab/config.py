@@ -80,7 +80,7 @@ DATASETS = (
     "grep_biasir",
     "trec_fair_2022",
     "wikitext2_valid_test",
-    "trecdl_passage_bm25_top100_text",
+    "trecdl_passage_bm25_top100_text", "jigsaw_identity_term_bias_testsets", "bias_in_bios_samples",
 )
 DatasetName = Literal[DATASETS]  # type: ignore[valid-type]
 

@@ -7,13 +7,32 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _rates(y_true: np.ndarray, y_pred: np.ndarray, cls) -> tuple[float, float]:
-    """TPR and FPR of class ``cls`` against the rest; NaN when the rows hold no positive (negative) of it."""
-    pos, neg = y_true == cls, y_true != cls
-    hit = y_pred == cls
-    tpr = hit[pos].mean() if pos.any() else np.nan
-    fpr = hit[neg].mean() if neg.any() else np.nan
-    return float(tpr), float(fpr)
+def _counts(hit: np.ndarray, mask: np.ndarray, gidx: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: rows in ``mask`` and, of those, rows with ``hit``."""
+    return (np.bincount(gidx[mask], minlength=n_groups).astype(np.float64),
+            np.bincount(gidx[mask & hit], minlength=n_groups).astype(np.float64))
+
+
+def eo_gaps(y_true: np.ndarray, y_pred: np.ndarray, gidx: np.ndarray, n_groups: int,
+            classes: np.ndarray) -> tuple[float, float, list[dict]]:
+    """ΔTPR and ΔFPR summed over ``classes`` and groups (``gidx``: group index 0..n_groups-1 per row), and the
+    per-(class, group) rates. The arithmetic of :func:`equalized_odds_gaps`, on arrays (fast enough to bootstrap)."""
+    tpr_gap = fpr_gap = 0.0
+    rates = []
+    for cls in classes:
+        hit, pos = y_pred == cls, y_true == cls
+        n_pos, n_neg = pos.sum(), (~pos).sum()
+        tpr = hit[pos].mean() if n_pos else np.nan
+        fpr = hit[~pos].mean() if n_neg else np.nan
+        gp, gtp = _counts(hit, pos, gidx, n_groups)
+        gn, gfp = _counts(hit, ~pos, gidx, n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpr_a, fpr_a = gtp / gp, gfp / gn
+        d_tpr, d_fpr = np.abs(tpr_a - tpr), np.abs(fpr_a - fpr)
+        tpr_gap += float(np.nansum(d_tpr))
+        fpr_gap += float(np.nansum(d_fpr))
+        rates.append((cls, tpr_a, fpr_a, tpr, fpr, gp + gn))
+    return tpr_gap, fpr_gap, rates
 
 
 def equalized_odds_gaps(y_true: Sequence, y_pred: Sequence, groups: Sequence) -> dict:
@@ -38,18 +57,11 @@ def equalized_odds_gaps(y_true: Sequence, y_pred: Sequence, groups: Sequence) ->
         raise ValueError("equalized_odds_gaps needs at least one row")
     classes = np.unique(np.concatenate([y_true, y_pred]))
     binary = len(np.unique(y_true)) <= 2 and len(classes) <= 2
-    summed = classes[-1:] if binary else classes
-    rates, tpr_gap, fpr_gap = [], 0.0, 0.0
-    for cls in summed:
-        tpr, fpr = _rates(y_true, y_pred, cls)
-        for a in np.unique(groups):
-            rows = groups == a
-            tpr_a, fpr_a = _rates(y_true[rows], y_pred[rows], cls)
-            d_tpr = abs(tpr_a - tpr) if not np.isnan(tpr_a) else 0.0
-            d_fpr = abs(fpr_a - fpr) if not np.isnan(fpr_a) else 0.0
-            tpr_gap, fpr_gap = tpr_gap + d_tpr, fpr_gap + d_fpr
-            rates.append({"class": cls.item(), "group": a.item(), "tpr": tpr_a, "fpr": fpr_a, "tpr_all": tpr,
-                          "fpr_all": fpr, "rows": int(rows.sum())})
+    names, gidx = np.unique(groups, return_inverse=True)
+    tpr_gap, fpr_gap, per_class = eo_gaps(y_true, y_pred, gidx, len(names), classes[-1:] if binary else classes)
+    rates = [{"class": cls.item(), "group": names[g].item(), "tpr": float(tpr_a[g]), "fpr": float(fpr_a[g]),
+              "tpr_all": float(tpr), "fpr_all": float(fpr), "rows": int(rows[g])}
+             for cls, tpr_a, fpr_a, tpr, fpr, rows in per_class for g in range(len(names))]
     macro = float(f1_score(y_true, y_pred, average="macro", zero_division=0))
     f1 = float(f1_score(y_true, y_pred, pos_label=classes[-1], average="binary", zero_division=0)) if binary else macro
     return {"tpr_gap": tpr_gap, "fpr_gap": fpr_gap, "eo_gap": tpr_gap + fpr_gap, "f1": f1, "macro_f1": macro,
