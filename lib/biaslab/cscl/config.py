@@ -89,6 +89,12 @@ class CsclMethod(Section):
         return self
 
 
+class CsclClaims(Section):
+    """Bounds the claim checks use (``biaslab.cscl.findings``)."""
+
+    f1_bound: float = Field(gt=0)  # "keeps F1": the F1 change stays within ± this
+
+
 class Cscl(Section):
     tasks: list[Task]
     full_data: dict[Task, str]  # the paper's data files for jigsaw_race / biasbios_full, when a user has them
@@ -100,6 +106,7 @@ class Cscl(Section):
     augment: CsclAugment
     train: CsclTrain
     methods: dict[str, CsclMethod]
+    claims: CsclClaims
 
     @model_validator(mode="after")
     def _check(self):

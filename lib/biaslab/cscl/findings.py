@@ -114,3 +114,25 @@ def claims(preds: pd.DataFrame, methods: Mapping, *, f1_bound: float, rounds: in
                                         f"(λ_adv = {top_adv:g})", "§5 RQ2, Fig. 3", "ΔEO lower",
                                         diff((task, name, top), (task, adv, top_adv), "eo_gap"), expected="less"))
     return out
+
+
+def tradeoff_figure(summary_rows: pd.DataFrame, task: str):
+    """F1 against ΔEO for every method and trade-off value of one task, mean ± std over seeds (Figs. 2–3)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for method, g in summary_rows[summary_rows["task"] == task].groupby("method", sort=False):
+        g = g.sort_values("value")
+        ax.errorbar(g["eo_gap_mean"], g["f1_mean"], xerr=g["eo_gap_std"], yerr=g["f1_std"], marker="o",
+                    capsize=2, linestyle="-" if len(g) > 1 else "none", label=method)
+        for _, r in g.iterrows():
+            if pd.notna(r["value"]):
+                ax.annotate(f"{r['value']:g}", (r["eo_gap_mean"], r["f1_mean"]), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")
+    seeds = int(summary_rows["seeds"].max())
+    ax.set(xlabel="ΔEO (lower is fairer)", ylabel="F1",
+           title=f"{task}: F1 vs equalized-odds gap per method and trade-off value (mean ± std, {seeds} seeds)")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
