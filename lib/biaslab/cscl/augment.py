@@ -73,7 +73,7 @@ class EmbeddingNeighbours:
     """The ``k`` nearest whole-word tokens (cosine of the input embeddings) of a word that is one token of the
     encoder's vocabulary; other words have none. ``tokenizer`` and ``embeddings`` ([vocab, dim]) of the encoder."""
 
-    def __init__(self, tokenizer, embeddings, k: int = 5):
+    def __init__(self, tokenizer, embeddings, *, k: int):
         import numpy as np
 
         vocab = tokenizer.get_vocab()
