@@ -88,8 +88,10 @@ def test_head_on_fixed_features_and_bad_input():
         ct.Objective("one_stage", gamma=1.5)
     with pytest.raises(ValueError, match="lam = -1"):
         ct.Objective("contrastive", lam=-1)
+    with pytest.raises(ValueError, match="temperature must be given"):
+        ct.Objective("one_stage", gamma=0.3)
     with pytest.raises(ValueError, match="unknown cscl objective"):
         ct.Objective("supcon")
     with pytest.raises(ValueError, match="needs augmented views"):
-        ct.fit(model(ct.Objective("contrastive")), tokenizer(), TOY, epochs=1, batch_size=8, learning_rate=1e-4,
+        ct.fit(model(ct.Objective("contrastive", temperature=0.1)), tokenizer(), TOY, epochs=1, batch_size=8, learning_rate=1e-4,
                max_length=8, seed=0, device="cpu")

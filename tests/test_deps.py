@@ -58,6 +58,18 @@ def test_a_module_listed_but_not_run_is_reported(tmp_path):
         deps.problems("ragfair_bbq", root))
 
 
+def test_package_data_a_module_reads_is_a_dependency(tmp_path):
+    """fetch reads the data manifest shipped in the package: dropping it from the stage's deps is reported (a new
+    reader module beside fetch must not turn the data folder into a dependency that hides the manifest)."""
+    root = fake_project(tmp_path)
+    assert "lib/biaslab/data/manifest.json" in stages.deps("fetch", root)
+    text = (root / "dvc.yaml").read_text()
+    (root / "dvc.yaml").write_text(text.replace("      - lib/biaslab/data/manifest.json\n", "", 1))
+    assert "fetch: runs lib/biaslab/data/manifest.json but does not list it in deps" in deps.problems("fetch", root)
+    deps.write(root)
+    assert deps.problems("fetch", root) == [] and "lib/biaslab/data/manifest.json" in stages.deps("fetch", root)
+
+
 def test_a_data_reader_needs_its_raw_folder(tmp_path):
     root = fake_project(tmp_path)
     nb = root / "notebooks" / "ragfair" / "02_bbq.py"

@@ -5,8 +5,9 @@ which import others, and validates the params sections it reads with ``biaslab.<
 files a stage depends on are therefore the transitive closure, *within biaslab*, of the imports of its notebook and
 of the runner — every ``import`` statement counts, including those inside functions (a conservative reading:
 a lazily imported module is a dependency as soon as the stage can reach it) — plus the schema modules of the
-params sections it lists. A data reader module in that closure (one with a ``DATASET`` constant) adds its raw
-data folder ``data/raw/<dataset>``.
+params sections it lists, plus the package files a module in it reads (``PACKAGE_DATA``: the data manifest). A
+data reader module in that closure (one with a ``DATASET`` constant) adds its raw data folder
+``data/raw/<dataset>``.
 
 ``biaslab deps --check`` compares every stage of dvc.yaml with that closure (the test suite runs it);
 ``biaslab deps --write`` rewrites the ``lib/`` entries of each stage's ``deps`` in dvc.yaml (comments kept), listing
@@ -26,6 +27,9 @@ from . import config, stages
 from .paths import repo_root
 
 PACKAGE = "biaslab"
+# Files shipped inside the package that a module reads (not imports): they are dependencies of every stage that
+# runs the module. Keep this beside any new ``importlib.resources`` read.
+PACKAGE_DATA = {"data/fetch.py": ("data/manifest.json",)}
 
 
 def lib_root(root: Path) -> Path:
@@ -121,7 +125,9 @@ def required_lib(stage: str, root: Path | None = None) -> set[Path]:
     for section in stage_sections(stage, root):
         if section not in config.SHARED:
             seeds.append(lib_root(root) / section / "config.py")
-    return closure(seeds, root)
+    files = closure(seeds, root)
+    lib = lib_root(root)
+    return files | {lib / d for f in files for d in PACKAGE_DATA.get(f.relative_to(lib).as_posix(), ())}
 
 
 def required_data(stage: str, lib_files: Iterable[Path], root: Path) -> set[str]:
@@ -201,8 +207,7 @@ def write(root: Path | None = None) -> Path:
             lib |= required_lib(m, root)
         entries = compress(lib, root)
         old = list(spec.get("deps", []))
-        keep = [d for d in old if not (str(d).startswith("lib/") and (str(d).endswith(".py") or "." not in
-                                                                     Path(str(d)).name))]
+        keep = [d for d in old if not str(d).startswith("lib/")]  # every lib/ entry is derived
         notebook = [d for d in keep if str(d).startswith("notebooks/")]
         rest = [d for d in keep if not str(d).startswith("notebooks/")]
         missing = sorted({d for m in members for d in required_data(m, required_lib(m, root), root)

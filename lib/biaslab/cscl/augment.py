@@ -73,7 +73,7 @@ class EmbeddingNeighbours:
     """The ``k`` nearest whole-word tokens (cosine of the input embeddings) of a word that is one token of the
     encoder's vocabulary; other words have none. ``tokenizer`` and ``embeddings`` ([vocab, dim]) of the encoder."""
 
-    def __init__(self, tokenizer, embeddings, k: int = 5):
+    def __init__(self, tokenizer, embeddings, *, k: int):
         import numpy as np
 
         vocab = tokenizer.get_vocab()
@@ -173,7 +173,7 @@ def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_
     return texts[:n_aug]
 
 
-def synonym_source(kind: str, *, encoder_dir=None, wordnet_dir=None, neighbours: int):
+def synonym_source(kind: str, *, encoder_dir, wordnet_dir: str, neighbours: int):
     """The synonym function of ``cscl.augment.synonyms``: ``wordnet`` (database files in ``wordnet_dir``) or
     ``embedding`` (nearest whole-word tokens of the encoder in ``encoder_dir``)."""
     if kind == "wordnet":

@@ -43,7 +43,7 @@ class Objective:
     mode: str
     lam: float = 0.0           # λ: weight of L_CS-InfoNCE (contrastive, one_stage) or λ_adv (adversarial)
     gamma: float = 0.0         # γ: one-stage weight of L_sup
-    temperature: float = 0.1   # τ of both contrastive losses
+    temperature: float | None = None  # τ of both contrastive losses (contrastive and one-stage objectives)
     n_adversaries: int = 1
     lam_diff: float = 0.0      # diverse adversaries' difference-loss weight
     adv_hidden: int = 256
@@ -56,8 +56,8 @@ class Objective:
                 raise ValueError(f"cscl objective {self.mode}: {name} = {getattr(self, name)} must be >= 0")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"cscl objective {self.mode}: gamma = {self.gamma} must be in [0, 1]")
-        if self.temperature <= 0:
-            raise ValueError(f"cscl objective {self.mode}: temperature must be > 0")
+        if self.mode in ("contrastive", "one_stage") and (self.temperature is None or self.temperature <= 0):
+            raise ValueError(f"cscl objective {self.mode}: temperature must be given and > 0")
 
 
 def _grad_reverse():
