@@ -78,3 +78,8 @@ def load_records(path: str | Path) -> pd.DataFrame:
                         "Female or 0 / 1")
     return pd.DataFrame({"text": df["text"].astype(str).str.strip(), "profession": df["profession"].astype(str),
                          "gender": gender})
+
+
+def validate(raw_dir: str | Path) -> dict[str, int]:
+    """Rows per sample file (each read through its schema check)."""
+    return {FILES[k]: len(load_samples(raw_dir, (k,))) for k in FILES}

@@ -41,7 +41,21 @@ def load_manifest() -> dict[str, Any]:
 
 def validators() -> dict[str, Callable[[Path], dict[str, int]]]:
     """Data set -> function that reads every file of it from a raw folder (schema check)."""
-    from . import bbq, grep_biasir, indibias, kim2025, rekabsaz, sbic, seat, trec_dl, trec_fair, twinviews, wikitext
+    from . import (
+        bbq,
+        biasbios,
+        grep_biasir,
+        indibias,
+        jigsaw,
+        kim2025,
+        rekabsaz,
+        sbic,
+        seat,
+        trec_dl,
+        trec_fair,
+        twinviews,
+        wikitext,
+    )
 
     return {
         "seat": seat.validate, "indibias": indibias.validate, "sbic": sbic.validate, "bbq": bbq.validate,
@@ -50,6 +64,7 @@ def validators() -> dict[str, Callable[[Path], dict[str, int]]]:
         "msmarco_fair_queries_rekabsaz2021": rekabsaz.validate_2021,
         "grep_biasir": grep_biasir.validate, "trec_fair_2022": trec_fair.validate,
         "wikitext2_valid_test": wikitext.validate, "trecdl_passage_bm25_top100_text": trec_dl.validate,
+        "jigsaw_identity_term_bias_testsets": jigsaw.validate, "bias_in_bios_samples": biasbios.validate,
     }
 
 

@@ -80,3 +80,8 @@ def load_civil_comments(path: str | Path, identity_threshold: float = 0.5,
     if "split" in df.columns:
         out["split"] = df["split"].astype(str).to_numpy()
     return out
+
+
+def validate(raw_dir: str | Path) -> dict[str, int]:
+    """Rows per file of the identity-term test sets (each file read through its schema check)."""
+    return {MADLIBS: len(load_madlibs(raw_dir)), **{WIKI[f]: len(load_wiki_testset(raw_dir, f)) for f in (False, True)}}
