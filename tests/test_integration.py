@@ -87,7 +87,7 @@ def pipeline(tmp_path_factory):
     env.pop("BIASLAB_ROOT", None)
 
     def dvc(*args, check=True):
-        # The timeout only catches a hung kernel: the first run takes 8-10 minutes on 2 idle cores, and CPU
+        # The timeout only catches a hung kernel: the first run takes about 13 minutes on 2 idle cores, and CPU
         # contention or a slower machine may double that. Speed is measured by the timings file, not asserted here.
         proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), *args], cwd=root, env=env,
                               capture_output=True, text=True, timeout=2400)

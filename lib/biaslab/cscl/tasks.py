@@ -153,8 +153,7 @@ def split(task: pd.DataFrame, *, val: float, test: float, seed: int) -> pd.DataF
     cell = task["y"].astype(str) + "|" + task["a"].astype(str)
     counts = cell.value_counts()
     small = cell.isin(counts.index[counts < 3])
-    idx = np.arange(len(task))
-    rest, tiny = idx[~small.to_numpy()], idx[small.to_numpy()]
+    rest = np.arange(len(task))[~small.to_numpy()]  # rows of cells too small to stratify stay in train
     try:
         _, held = train_test_split(rest, test_size=val + test, random_state=seed, stratify=cell.iloc[rest])
         held_cell = cell.iloc[held]
@@ -167,7 +166,6 @@ def split(task: pd.DataFrame, *, val: float, test: float, seed: int) -> pd.DataF
     out["split"] = "train"
     out.iloc[v, out.columns.get_loc("split")] = "val"
     out.iloc[t, out.columns.get_loc("split")] = "test"
-    out.iloc[tiny, out.columns.get_loc("split")] = "train"
     check_no_leakage(out)
     return out
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -129,12 +130,14 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
                 if len(hidden) > 1 and o.lam_diff > 0:
                     losses["diff"] = sum((hidden[i].T @ hidden[j]).pow(2).sum()
                                          for i in range(len(hidden)) for j in range(i + 1, len(hidden)))
-            loss = {
-                "ce": lambda: losses["ce"],
-                "contrastive": lambda: losses["sup"] + o.lam * losses["cs"],
-                "one_stage": lambda: (1 - o.gamma) * losses["ce"] + o.gamma * losses["sup"] + o.lam * losses["cs"],
-                "adversarial": lambda: losses["ce"] + o.lam * losses["adv"] + o.lam_diff * losses.get("diff", 0.0),
-            }[o.mode]()
+            if o.mode == "ce":
+                loss = losses["ce"]
+            elif o.mode == "contrastive":
+                loss = losses["sup"] + o.lam * losses["cs"]
+            elif o.mode == "one_stage":
+                loss = (1 - o.gamma) * losses["ce"] + o.gamma * losses["sup"] + o.lam * losses["cs"]
+            else:
+                loss = losses["ce"] + o.lam * losses["adv"] + o.lam_diff * losses.get("diff", 0.0)
             return {"loss": loss, "logits": logits}
 
     seed_everything(seed)
@@ -149,43 +152,47 @@ def mlp_head(dim: int, hidden: int, n_classes: int):
 
 
 class _Pairs:
-    """Tokenised rows (one or two views) for the ``Trainer``; a second view is drawn per example and epoch from its
-    augmented copies with a generator seeded by (seed, epoch, row)."""
+    """Rows (one or two views) for the ``Trainer``, tokenised once up front (every text and every augmented copy in
+    one batched tokenizer call); a second view is drawn per example and epoch from its augmented copies with a
+    generator seeded by (seed, epoch, row)."""
 
     def __init__(self, tokenizer, texts, labels, groups, views, max_length, seed):
-        self.tok, self.texts, self.labels, self.groups = tokenizer, list(texts), list(labels), list(groups)
-        self.views, self.max_length, self.seed, self.epoch = views, max_length, seed, 0
+        def encode(strings):
+            enc = tokenizer(list(strings), truncation=True, max_length=max_length)
+            return [{"input_ids": i, "attention_mask": m} for i, m in zip(enc["input_ids"], enc["attention_mask"],
+                                                                            strict=True)]
+
+        self.rows, self.labels, self.groups = encode(texts), list(labels), list(groups)
+        self.views = None
+        if views is not None:
+            flat = encode([v for options in views for v in options])
+            starts = np.cumsum([0, *map(len, views)])
+            self.views = [flat[a:b] for a, b in pairwise(starts)]
+        self.seed, self.epoch = seed, 0
 
     def __len__(self):
-        return len(self.texts)
+        return len(self.rows)
 
     def __getitem__(self, i):
-        enc = self.tok(self.texts[i], truncation=True, max_length=self.max_length)
-        item = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": int(self.labels[i]),
-                "groups": int(self.groups[i])}
+        item = {"first": self.rows[i], "labels": int(self.labels[i]), "groups": int(self.groups[i])}
         if self.views is not None:
             options = self.views[i]
-            pick = np.random.default_rng([self.seed, self.epoch, i]).integers(len(options))
-            enc2 = self.tok(options[pick], truncation=True, max_length=self.max_length)
-            item["input_ids_2"], item["attention_mask_2"] = enc2["input_ids"], enc2["attention_mask"]
+            item["second"] = options[np.random.default_rng([self.seed, self.epoch, i]).integers(len(options))]
         return item
 
 
-def _collate(pad_id: int):
+def _collate(tokenizer):
+    """Pads each view with the tokenizer (right padding, the pad token, attention 0)."""
     import torch
 
-    def pad(seqs, value):
-        width = max(len(s) for s in seqs)
-        return torch.tensor([list(s) + [value] * (width - len(s)) for s in seqs])
-
     def collate(items):
-        batch = {"input_ids": pad([x["input_ids"] for x in items], pad_id),
-                 "attention_mask": pad([x["attention_mask"] for x in items], 0),
+        first = tokenizer.pad([x["first"] for x in items], return_tensors="pt")
+        batch = {"input_ids": first["input_ids"], "attention_mask": first["attention_mask"],
                  "labels": torch.tensor([x["labels"] for x in items]),
                  "groups": torch.tensor([x["groups"] for x in items])}
-        if "input_ids_2" in items[0]:
-            batch["input_ids_2"] = pad([x["input_ids_2"] for x in items], pad_id)
-            batch["attention_mask_2"] = pad([x["attention_mask_2"] for x in items], 0)
+        if "second" in items[0]:
+            second = tokenizer.pad([x["second"] for x in items], return_tensors="pt")
+            batch["input_ids_2"], batch["attention_mask_2"] = second["input_ids"], second["attention_mask"]
         return batch
 
     return collate
@@ -229,7 +236,7 @@ def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | N
             use_cpu=device == "cpu", logging_strategy="epoch", dataloader_num_workers=0, remove_unused_columns=False)
         callbacks = [Epochs()] + ([EarlyStoppingCallback(early_stopping_patience=patience)] if eval_data else [])
         trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=eval_data,
-                          data_collator=_collate(tokenizer.pad_token_id), callbacks=callbacks)
+                          data_collator=_collate(tokenizer), callbacks=callbacks)
         _deterministic_log_callbacks(trainer)
         result = trainer.train()
     losses = [round(float(h["loss"]), 6) for h in trainer.state.log_history if "loss" in h]
