@@ -34,13 +34,13 @@ def model(obj):
 def test_ce_learns_the_toy_task_and_is_seeded():
     tok = tokenizer()
     m = model(ct.Objective("ce"))
-    log = ct.fit(m, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, max_length=16, seed=0, device="cpu")
+    log = ct.fit(m, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu")
     assert log["epochs_run"] == 4 and log["loss_per_epoch"][-1] < log["loss_per_epoch"][0]
     feats = ct.encode(m, tok, TOY["text"].tolist(), max_length=16, batch_size=8)
     pred = m.head(__import__("torch").as_tensor(feats)).argmax(1).numpy()
     assert (pred == TOY["y"].to_numpy()).mean() == 1.0
     again = model(ct.Objective("ce"))
-    assert ct.fit(again, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, max_length=16, seed=0,
+    assert ct.fit(again, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, head_learning_rate=1e-3, max_length=16, seed=0,
                   device="cpu")["loss_per_epoch"] == log["loss_per_epoch"]
 
 
@@ -52,7 +52,7 @@ def test_every_objective_trains(obj):
     views = [[t + " indeed", t.upper()] for t in TOY["text"]]
     m = model(obj)
     log = ct.fit(m, tok, TOY, val=TOY.iloc[:4], patience=1, views=views, epochs=2, batch_size=4,
-                 learning_rate=5e-4, max_length=16, seed=0, device="cpu")
+                 learning_rate=5e-4, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu")
     assert np.isfinite(log["train_loss"]) and log["epochs_run"] >= 1
 
 
@@ -69,7 +69,7 @@ def test_the_loss_is_the_objectives_formula():
     enc2 = tok([t.upper() for t in TOY["text"]][:8], padding=True, return_tensors="pt")
     y, a = torch.tensor(TOY["y"][:8].to_numpy()), torch.tensor(TOY["a"][:8].to_numpy())
     with torch.no_grad():
-        out = m(enc["input_ids"], enc["attention_mask"], y, a, enc2["input_ids"], enc2["attention_mask"])
+        out = m(enc["input_ids"], enc["attention_mask"], y, a, x_2=enc2["input_ids"], mask_2=enc2["attention_mask"])
         z1, z2 = m.pool(enc["input_ids"], enc["attention_mask"]), m.pool(enc2["input_ids"], enc2["attention_mask"])
         f = F.normalize(torch.stack([z1, z2], 1), dim=-1)
         want = (0.7 * F.cross_entropy(m.head(z1), y) + 0.3 * supcon_loss(f, y, temperature=0.5)
@@ -94,4 +94,39 @@ def test_head_on_fixed_features_and_bad_input():
         ct.Objective("supcon")
     with pytest.raises(ValueError, match="needs augmented views"):
         ct.fit(model(ct.Objective("contrastive", temperature=0.1)), tokenizer(), TOY, epochs=1, batch_size=8, learning_rate=1e-4,
+               head_learning_rate=1e-3,
                max_length=8, seed=0, device="cpu")
+
+
+def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tmp_path):
+    import torch
+
+    tok = tokenizer()
+    texts = TOY["text"].tolist()
+    views = [[t.upper()] for t in texts]
+    bank = ct.compute_states(model_dir("minilm"), texts + [v[0] for v in views], n_frozen=5, max_length=16,
+                             batch_size=3, device="cpu")
+    bank.save(tmp_path / "states.npz")
+    bank = ct.StateBank.load(tmp_path / "states.npz")
+    assert len(bank) == 16 and bank.get(texts[0]).shape[1] == 384
+    full = model(ct.Objective("ce"))
+    top = ct.build_model(model_dir("minilm"), 2, 2, ct.Objective("ce"), head_hidden=16, seed=0, n_frozen=5)
+    # same pooled features as the whole encoder (up to the float16 storage of the frozen states)
+    f_full = ct.encode(full, tok, texts, max_length=16, batch_size=4)
+    f_top = ct.encode(top, tok, texts, max_length=16, batch_size=4, bank=bank)
+    assert np.abs(f_full - f_top).max() < 2e-2 and sum(p.numel() for p in top.parameters()) < 3e6
+    before = {k: v.clone() for k, v in top.state_dict().items()}
+    obj = ct.Objective("one_stage", lam=1.0, gamma=0.3, temperature=0.5)
+    top = ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, n_frozen=5)
+    log = ct.fit(top, tok, TOY, val=TOY.iloc[:4], val_views=views[:4], patience=1, views=views, bank=bank,
+                 epochs=2, batch_size=4, learning_rate=5e-4, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu")
+    assert np.isfinite(log["train_loss"])
+    assert any(not torch.equal(before[k], v) for k, v in top.state_dict().items() if k.startswith("layers."))
+    with pytest.raises(ValueError, match="pass the task's StateBank"):
+        ct.fit(top, tok, TOY, views=views, epochs=1, batch_size=4, learning_rate=1e-4, head_learning_rate=1e-3, max_length=16, seed=0,
+               device="cpu")
+    with pytest.raises(KeyError, match="rerun the cscl data stage"):
+        bank.get("a text the data stage never saw")
+    with pytest.raises(ValueError, match="trainable_layers must be between 1 and 6"):
+        ct.frozen_count(model_dir("minilm"), 7)
+    assert ct.frozen_count(model_dir("minilm"), None) == 0 and ct.frozen_count(model_dir("minilm"), 1) == 5

@@ -17,13 +17,16 @@
 # stand-ins (`biaslab.cscl.tasks`, each builder says what it is), and the paper's tasks run when `cscl.full_data`
 # points at their files. The split is seeded, stratified by (y, a) and checked for leakage; the augmented views
 # for the contrastive objectives are EDA (α = 0.1, four per example; App. B.3) with the synonym source of
-# `cscl.augment.synonyms`.
+# `cscl.augment.synonyms`, for the training rows and (so early stopping compares real view pairs) the validation
+# rows. With `cscl.train.trainable_layers` below the encoder's depth, the frozen bottom layers run here, once per
+# text and view, and the training stage fine-tunes only the top (`biaslab.cscl.train`).
 
 # %%
 import pandas as pd
 
 from biaslab import config, models
 from biaslab.cscl import augment, tasks
+from biaslab.cscl import train as ct
 from biaslab.io import write_csv, write_parquet
 from biaslab.paths import repo_root, resolve
 
@@ -36,6 +39,7 @@ raw_dir = ...  # data.raw_dir
 backbone = ...  # cscl.backbone
 full_data = ...  # cscl.full_data
 offensive_threshold = ...  # cscl.offensive_threshold
+min_topic_questions = ...  # cscl.min_topic_questions
 max_rows = ...  # cscl.max_rows
 val = ...  # cscl.splits.val
 test = ...  # cscl.splits.test
@@ -46,6 +50,10 @@ synonyms = ...  # cscl.augment.synonyms
 wordnet_dir = ...  # cscl.augment.wordnet_dir
 neighbours = ...  # cscl.augment.neighbours
 keep_identity_terms = ...  # cscl.augment.keep_identity_terms
+trainable_layers = ...  # cscl.train.trainable_layers
+max_length = ...  # cscl.train.max_length
+batch_size = ...  # cscl.train.batch_size
+device = ...  # common.device
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
@@ -54,10 +62,10 @@ local_dirs = ...  # models.local_dirs
 P = config.stage_params(globals(), f"cscl_data@{task}")
 C = P.cscl
 ROOT = repo_root()
-OUT = ROOT / "data/processed/cscl" / task
+OUT = ROOT / "data/processed/cscl/tasks" / task
 M = models.preflight([C.backbone], P.models)
 rows = tasks.build(task, resolve(P.data.raw_dir, ROOT), offensive_threshold=C.offensive_threshold,
-                   full_data=C.full_data.get(task))
+                   min_topic_questions=C.min_topic_questions, full_data=C.full_data.get(task))
 rows = tasks.subsample(rows, C.max_rows, P.common.seed)
 rows = tasks.split(rows, val=C.splits.val, test=C.splits.test, seed=P.common.seed)
 write_parquet(OUT / "rows.parquet", rows, index=False)
@@ -67,14 +75,24 @@ print(f"{task}: {len(rows)} texts; (y, a) cells:", rows.groupby(["y_name", "a_na
 sizes
 
 # %% [markdown]
-# ## Augmented views (training rows only)
+# ## Augmented views (training and validation rows)
 
 # %%
 A = C.augment
 synonym_of = augment.synonym_source(A.synonyms, encoder_dir=M[C.backbone], wordnet_dir=A.wordnet_dir,
                                   neighbours=A.neighbours)
-train = rows[rows["split"] == "train"]
+viewed = rows[rows["split"].isin(["train", "val"])]
 keep = tasks.identity_terms(task) if A.keep_identity_terms else frozenset()
-views = augment.views(train["text"], synonym_of, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep)
-write_parquet(OUT / "views.parquet", pd.DataFrame({"text": train["text"].to_numpy(), "views": views}), index=False)
-pd.DataFrame({"text": train["text"].head(3).to_numpy(), "view 1": [v[0] for v in views[:3]]})
+views = augment.views(viewed["text"], synonym_of, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep)
+write_parquet(OUT / "views.parquet", pd.DataFrame({"text": viewed["text"].to_numpy(), "views": views}), index=False)
+pd.DataFrame({"text": viewed["text"].head(3).to_numpy(), "view 1": [v[0] for v in views[:3]]})
+
+# %% [markdown]
+# ## The frozen bottom of the encoder, once per text and view
+
+# %%
+n_frozen = ct.frozen_count(M[C.backbone], C.train.trainable_layers)
+bank = ct.compute_states(M[C.backbone], [*rows["text"], *(v for vs in views for v in vs)], n_frozen=n_frozen,
+                         max_length=C.train.max_length, batch_size=C.train.batch_size, device=P.common.device)
+bank.save(OUT / "states.npz")
+print(f"{n_frozen} frozen layers: states of {len(bank)} distinct texts ({bank.flat.nbytes / 2**20:.0f} MiB)")

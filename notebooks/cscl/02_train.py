@@ -17,13 +17,15 @@
 # (L_sup + λ·L_CS-InfoNCE on two EDA views, then the MLP head on the frozen encoder); one-stage CL
 # ((1 − γ)·CE + γ·L_sup + λ·L_CS-InfoNCE); adversarial training (y-conditioned discriminator, gradient reversal)
 # and diverse adversaries; INLP by class on the CE encoder of the same seed. Test predictions are kept per example
-# so the analysis can put bootstrap intervals on every number.
+# so the analysis can put bootstrap intervals on every number. With `cscl.train.trainable_layers` below the
+# encoder's depth only the top layers train, on the frozen states the data stage saved.
 
 # %%
 import pandas as pd
 
 from biaslab import config, models
 from biaslab.cscl import experiment
+from biaslab.cscl import train as ct
 from biaslab.io import write_csv, write_parquet
 from biaslab.paths import repo_root
 
@@ -54,6 +56,7 @@ run_seed = int(run_seed)
 C = P.cscl
 ROOT = repo_root()
 DATA = ROOT / "data/processed/cscl"
+TASKS = DATA / "tasks"
 M = models.preflight([C.backbone], P.models)
 order = list(C.methods)
 if any(m.mode == "inlp" for m in C.methods.values()):
@@ -65,10 +68,12 @@ if any(m.mode == "inlp" for m in C.methods.values()):
 # %%
 results, predictions = [], []
 for task in C.tasks:
-    rows = pd.read_parquet(DATA / task / "rows.parquet")
-    views_of = pd.read_parquet(DATA / task / "views.parquet").set_index("text")["views"]
-    train = rows[rows["split"] == "train"]
-    views = [list(views_of[t]) for t in train["text"]]
+    rows = pd.read_parquet(TASKS / task / "rows.parquet")
+    views = pd.read_parquet(TASKS / task / "views.parquet").set_index("text")["views"]
+    bank = ct.StateBank.load(TASKS / task / "states.npz")
+    if bank.n_frozen != ct.frozen_count(M[C.backbone], C.train.trainable_layers):
+        raise ValueError(f"{TASKS / task / 'states.npz'} holds {bank.n_frozen} frozen layers, cscl.train."
+                         "trainable_layers asks for another number: rerun the cscl_data stage")
     test = rows[rows["split"] == "test"].reset_index(drop=True)
     ce_features = None
     for name in order:
@@ -77,8 +82,8 @@ for task in C.tasks:
             if method.mode == "inlp":
                 res = experiment.run_inlp(method, value, rows, ce_features, train=C.train, seed=run_seed)
             else:
-                res = experiment.run_method(method, value, rows, views, encoder_dir=M[C.backbone], train=C.train,
-                                            seed=run_seed, device=P.common.device)
+                res = experiment.run_method(method, value, rows, views, bank=bank, encoder_dir=M[C.backbone],
+                                            train=C.train, seed=run_seed, device=P.common.device)
                 if method.mode == "ce":
                     ce_features = res["features"]
             s = res["scores"]

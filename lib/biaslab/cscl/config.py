@@ -9,7 +9,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ..config import Section
 
-Task = Literal["madlibs_race", "wiki_race", "sbic_race", "bios_gender", "jigsaw_race", "biasbios_full"]
+Task = Literal["madlibs_race", "wiki_race", "sbic_race", "bios_gender", "genderqa_topic", "jigsaw_race",
+               "biasbios_full"]
 Mode = Literal["ce", "contrastive", "one_stage", "adversarial", "inlp"]
 
 
@@ -50,6 +51,9 @@ class CsclTrain(Section):
     head_epochs: int = Field(gt=0)  # heads on frozen features (two-stage stage 2, INLP)
     head_learning_rate: float = Field(gt=0)
     max_length: int = Field(gt=0)
+    # top encoder layers fine-tuned; the frozen bottom runs once per text in the data stage (a CPU addition;
+    # null = every layer, the paper)
+    trainable_layers: int | None = Field(gt=0)
 
 
 class CsclMethod(Section):
@@ -100,6 +104,7 @@ class Cscl(Section):
     full_data: dict[Task, str]  # the paper's data files for jigsaw_race / biasbios_full, when a user has them
     backbone: str  # the classifier encoder (paper: bert-base-uncased)
     offensive_threshold: float = Field(gt=0, le=1)  # sbic_race: y = annotator mean offensiveness >= this
+    min_topic_questions: int = Field(gt=0)  # genderqa_topic: topics with at least this many questions
     max_rows: int = Field(ge=0)  # per task, a seeded (y, a)-stratified sample; 0 = all
     seeds: list[int]  # every method runs once per seed (paper: 5)
     splits: CsclSplits

@@ -4,7 +4,7 @@ everything it needs arrives as arguments."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,24 +36,28 @@ def score(rows: pd.DataFrame, pred: np.ndarray) -> dict:
     return out
 
 
-def run_method(method, value: float | None, rows: pd.DataFrame, views: Sequence[Sequence[str]] | None, *,
-               encoder_dir, train, seed: int, device: str) -> dict:
-    """Train and score one setting. ``rows``: the task with its ``split`` column; ``views``: per training row its
-    augmented copies (contrastive objectives); ``train``: the ``cscl.train`` section. Returns the scores, the
-    training log and the test predictions; for ``ce``, also the encoder features of every split (INLP's input)."""
+def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[str, Sequence[str]], *,
+               bank: ct.StateBank, encoder_dir, train, seed: int, device: str) -> dict:
+    """Train and score one setting. ``rows``: the task with its ``split`` column; ``views``: text → its augmented
+    copies (training and validation rows; contrastive objectives); ``bank``: the frozen layers' states (empty for
+    full fine-tuning); ``train``: the ``cscl.train`` section. Returns the scores, the training log and the test
+    predictions; for ``ce``, also the encoder features of every split (INLP's input)."""
     from transformers import AutoTokenizer
 
     tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
     n_classes, n_groups = int(rows["y"].max()) + 1, int(rows["a"].max()) + 1
     tok = AutoTokenizer.from_pretrained(str(encoder_dir))
     model = ct.build_model(encoder_dir, n_classes, n_groups, objective(method, value),
-                           head_hidden=train.head_hidden, seed=seed)
+                           head_hidden=train.head_hidden, seed=seed, n_frozen=bank.n_frozen)
     two_stage = method.mode == "contrastive"
-    log = ct.fit(model, tok, tr, val=va, views=views, epochs=train.pretrain_epochs if two_stage else train.epochs,
-                 batch_size=train.batch_size, learning_rate=train.learning_rate, max_length=train.max_length,
+    log = ct.fit(model, tok, tr, val=va, views=[list(views[t]) for t in tr["text"]],
+                 val_views=[list(views[t]) for t in va["text"]],
+                 bank=bank, epochs=train.pretrain_epochs if two_stage else train.epochs,
+                 batch_size=train.batch_size, learning_rate=train.learning_rate,
+                 head_learning_rate=train.head_learning_rate, max_length=train.max_length,
                  seed=seed, device=device, patience=train.patience or None)
-    enc = {s: ct.encode(model, tok, d["text"].tolist(), max_length=train.max_length, batch_size=train.batch_size)
-           for s, d in (("train", tr), ("val", va), ("test", te))}
+    enc = {s: ct.encode(model, tok, d["text"].tolist(), max_length=train.max_length, batch_size=train.batch_size,
+                        bank=bank) for s, d in (("train", tr), ("val", va), ("test", te))}
     if two_stage:  # stage 2: the MLP head with CE on the frozen encoder's features
         head, head_log = ct.fit_head(enc["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,

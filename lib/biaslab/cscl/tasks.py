@@ -24,12 +24,12 @@ OTHER_RACE_TERMS = ("white", "whites", "european", "american", "canadian", "asia
                     "hispanic", "latino", "latina", "latinx", "mexican", "middle eastern", "arab", "arabs")
 GENDER_TERMS = ("he", "she", "him", "her", "his", "hers", "himself", "herself", "man", "woman", "men", "women", "mr",
                 "mrs", "ms", "male", "female", "boy", "girl", "father", "mother", "husband", "wife", "son", "daughter")
-TASKS = ("madlibs_race", "wiki_race", "sbic_race", "bios_gender", "jigsaw_race", "biasbios_full")
+TASKS = ("madlibs_race", "wiki_race", "sbic_race", "bios_gender", "genderqa_topic", "jigsaw_race", "biasbios_full")
 PAPER_SIZES = {  # App. B.1, Tables 1-2: samples per split
     "jigsaw_race": {"train": 25954, "val": 4390, "test": 12562},
     "biasbios_full": {"train": 255710, "val": 39369, "test": 98344},
 }
-COLUMNS = ["text", "y", "a", "y_name", "a_name", "source"]
+COLUMNS = ["text", "y", "a", "y_name", "a_name", "source"]  # + "group" where rows must stay together in a split
 
 
 def _pattern(terms: Iterable[str]) -> re.Pattern:
@@ -56,8 +56,11 @@ def race_attribute(texts: Sequence[str]) -> np.ndarray:
     return np.where(black, 1, np.where(other, 0, -1))
 
 
-def _frame(text, y, a, y_names: Mapping[int, str], a_names: Mapping[int, str], source: str) -> pd.DataFrame:
+def _frame(text, y, a, y_names: Mapping[int, str], a_names: Mapping[int, str], source: str,
+           group: Sequence[str] | None = None) -> pd.DataFrame:
     df = pd.DataFrame({"text": list(text), "y": np.asarray(y, dtype=int), "a": np.asarray(a, dtype=int)})
+    if group is not None:
+        df["group"] = list(group)
     df["y_name"] = df["y"].map(y_names)
     df["a_name"] = df["a"].map(a_names)
     df["source"] = source
@@ -66,7 +69,7 @@ def _frame(text, y, a, y_names: Mapping[int, str], a_names: Mapping[int, str], s
     labels = df.groupby("text")[["y", "a"]].nunique()
     conflicted = set(labels.index[(labels["y"] > 1) | (labels["a"] > 1)])
     df = df[~df["text"].isin(conflicted)].drop_duplicates("text")
-    return df.reset_index(drop=True)[COLUMNS]
+    return df.reset_index(drop=True)[COLUMNS + (["group"] if group is not None else [])]
 
 
 RACE = {0: "non-black", 1: "black"}
@@ -81,7 +84,8 @@ def race_task(texts: Sequence[str], toxic: Sequence[bool], source: str) -> pd.Da
                   source)
 
 
-def build(task: str, raw_dir: str | Path, *, offensive_threshold: float, full_data: str | None = None) -> pd.DataFrame:
+def build(task: str, raw_dir: str | Path, *, offensive_threshold: float, min_topic_questions: int,
+          full_data: str | None = None) -> pd.DataFrame:
     """One task (see :data:`TASKS`):
 
     * ``madlibs_race`` — Dixon et al.'s templated sentences (bias_madlibs_77k) with a race / ethnicity term; y = BAD.
@@ -90,7 +94,12 @@ def build(task: str, raw_dir: str | Path, *, offensive_threshold: float, full_da
       ethnicity term; y = toxic. Small.
     * ``sbic_race`` — SBIC dev + test posts (Reddit, Twitter, Gab, Stormfront) that mention a race / ethnicity term;
       y = offensive (annotator mean ≥ ``offensive_threshold``). The closest real stand-in for Jigsaw race.
-    * ``bios_gender`` — the Bias in Bios sample (28 professions, mostly accountants); y = profession, a = gender.
+    * ``bios_gender`` — the Bias in Bios sample; y = profession, a = gender. Beware: the sample is 1,008 accountants
+      and 10 bios of each other profession, so a classifier learns "accountant" and little else.
+    * ``genderqa_topic`` — occupation × gender where more text is needed: the GenderBias-QA corpus passages (Kim et
+      al. 2025; four generated biographies per question, two of a woman, two of a man); y = the question's topic
+      (topics with at least ``min_topic_questions`` questions), a = gender (1 = female). The four passages of a
+      question stay in one split (``group``), so no achievement is seen in training and tested.
     * ``jigsaw_race`` / ``biasbios_full`` — the paper's data from ``full_data`` (a Civil Comments CSV, or a Bias in
       Bios pickle / LabHC export) when a user has them."""
     from ..data import biasbios, jigsaw, sbic
@@ -107,6 +116,8 @@ def build(task: str, raw_dir: str | Path, *, offensive_threshold: float, full_da
     if task == "bios_gender":
         b = biasbios.load_samples(raw_dir)
         return profession_task(b, "bias_in_bios_samples")
+    if task == "genderqa_topic":
+        return genderqa_topic_task(raw_dir, min_topic_questions)
     if task in ("jigsaw_race", "biasbios_full"):
         if not full_data:
             raise ValueError(f"cscl task {task!r} reads the paper's full data: set cscl.full_data to its file "
@@ -130,6 +141,26 @@ def profession_task(bios: pd.DataFrame, source: str) -> pd.DataFrame:
                   dict(enumerate(names)), {0: "male", 1: "female"}, source)
 
 
+def genderqa_topic_task(raw_dir: str | Path, min_questions: int) -> pd.DataFrame:
+    """GenderBias-QA train + test passages: y = topic, a = gender of the passage's subject, group = question."""
+    from ..data import kim2025
+
+    qa = pd.concat([kim2025.load_genderbias_qa(s, raw_dir).assign(part=s) for s in ("train", "test")],
+                   ignore_index=True)
+    counts = qa["topic"].value_counts()
+    topics = sorted(counts.index[counts >= min_questions])
+    if len(topics) < 2:
+        raise ValueError(f"cscl.min_topic_questions = {min_questions} keeps {len(topics)} GenderBias-QA topic(s) "
+                         f"(largest: {counts.head(3).to_dict()}); lower it")
+    qa = qa[qa["topic"].isin(topics)]
+    ids = {t: i for i, t in enumerate(topics)}
+    long = qa.melt(id_vars=["num", "topic", "part"], value_vars=["female_doc1", "female_doc2", "male_doc1",
+                                                                 "male_doc2"], var_name="doc", value_name="text")
+    return _frame(long["text"], long["topic"].map(ids), long["doc"].str.startswith("female").astype(int),
+                  dict(enumerate(topics)), {0: "male", 1: "female"}, "GenderBias-QA corpus",
+                  group=long["part"] + "-" + long["num"].astype(str))
+
+
 def subsample(task: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     """A seeded sample of ``n`` rows stratified by (y, a) (every row when ``n`` is 0 or not smaller)."""
     from sklearn.model_selection import train_test_split
@@ -144,39 +175,67 @@ def subsample(task: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 def split(task: pd.DataFrame, *, val: float, test: float, seed: int) -> pd.DataFrame:
     """``task`` with a ``split`` column (train / val / test), seeded and stratified by (y, a). A (y, a) cell too
-    small to be stratified (fewer than 3 rows) is put in train. Raises a ValueError naming the cell sizes and the
-    fix when the shares cannot be met."""
-    from sklearn.model_selection import train_test_split
-
+    small to be stratified (fewer than 3 rows) is put in train. With a ``group`` column, whole groups are assigned
+    (stratified by y; a group's rows share one y). Raises a ValueError naming the cell sizes and the fix when the
+    shares cannot be met."""
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ValueError(f"cscl.splits: val ({val}) and test ({test}) must be in (0, 1) with val + test < 1")
-    cell = task["y"].astype(str) + "|" + task["a"].astype(str)
-    counts = cell.value_counts()
-    small = cell.isin(counts.index[counts < 3])
-    rest = np.arange(len(task))[~small.to_numpy()]  # rows of cells too small to stratify stay in train
-    try:
-        _, held = train_test_split(rest, test_size=val + test, random_state=seed, stratify=cell.iloc[rest])
-        held_cell = cell.iloc[held]
-        strat = held_cell if held_cell.value_counts().min() >= 2 else None
-        v, t = train_test_split(held, test_size=test / (val + test), random_state=seed, stratify=strat)
-    except ValueError as err:
-        raise ValueError(f"cannot split {len(task)} rows with (y, a) cells {counts.to_dict()} into val {val} / "
-                         f"test {test} ({err}); use more data or larger shares") from None
     out = task.copy()
-    out["split"] = "train"
-    out.iloc[v, out.columns.get_loc("split")] = "val"
-    out.iloc[t, out.columns.get_loc("split")] = "test"
+    if "group" in task.columns:
+        units = task.drop_duplicates("group")
+        if (task.groupby("group")["y"].nunique() > 1).any():
+            raise ValueError("cscl split: a group's rows have different y; groups must share one task label")
+        part = dict(zip(units["group"], _assign(units["y"].astype(str), val, test, seed, len(task)), strict=True))
+        out["split"] = task["group"].map(part)
+    else:
+        out["split"] = _assign(task["y"].astype(str) + "|" + task["a"].astype(str), val, test, seed, len(task))
     check_no_leakage(out)
     return out
 
 
+def _assign(cell: pd.Series, val: float, test: float, seed: int, n_rows: int) -> np.ndarray:
+    """train / val / test per unit, stratified by ``cell``; cells under 3 units stay in train."""
+    from sklearn.model_selection import train_test_split
+
+    counts = cell.value_counts()
+    small = cell.isin(counts.index[counts < 3])
+    rest = np.arange(len(cell))[~small.to_numpy()]  # units of cells too small to stratify stay in train
+    try:
+        _, held = train_test_split(rest, test_size=val + test, random_state=seed, stratify=cell.iloc[rest])
+        v, t = _split_held(held, cell.iloc[held], test / (val + test), seed)
+    except ValueError as err:
+        raise ValueError(f"cannot split {n_rows} rows with cells {counts.to_dict()} into val {val} / "
+                         f"test {test} ({err}); use more data or larger shares") from None
+    out = np.full(len(cell), "train", dtype=object)
+    out[v], out[t] = "val", "test"
+    return out
+
+
+def _split_held(held: np.ndarray, cell: pd.Series, test_share: float, seed: int):
+    """Validation / test from the held-out units: stratified when every cell can be, else a plain seeded split (many
+    small classes: fewer validation units than classes)."""
+    from sklearn.model_selection import train_test_split
+
+    if cell.value_counts().min() >= 2:
+        try:
+            return train_test_split(held, test_size=test_share, random_state=seed, stratify=cell)
+        except ValueError:
+            pass
+    return train_test_split(held, test_size=test_share, random_state=seed)
+
+
 def check_no_leakage(rows: pd.DataFrame) -> None:
-    """No text (compared case- and space-insensitively) in two of train / val / test."""
+    """No text (compared case- and space-insensitively), and no ``group`` when there is one, in two of train / val /
+    test."""
     key = rows["text"].str.lower().str.split().str.join(" ")
     parts = rows.assign(_key=key).groupby("_key")["split"].nunique()
     bad = parts[parts > 1]
     if len(bad):
         raise AssertionError(f"{len(bad)} texts are in more than one split, e.g. {bad.index[0][:80]!r}")
+    if "group" in rows.columns:
+        parts = rows.groupby("group")["split"].nunique()
+        if (parts > 1).any():
+            raise AssertionError(f"group {parts[parts > 1].index[0]!r} is in more than one split")
 
 
 def sizes(rows: pd.DataFrame, task: str) -> pd.DataFrame:

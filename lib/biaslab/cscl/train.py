@@ -16,6 +16,13 @@ Two-stage CL's second stage and INLP train only the head, on frozen-encoder feat
 encoder runs once per text instead of once per epoch — the same objective, since a frozen encoder's features do
 not change (computed in eval mode, without dropout).
 
+**Partial fine-tuning on CPU** (``trainable_layers``, an addition behind a parameter; the paper fine-tunes every
+layer): with k trainable layers, the bottom n − k layers are frozen, their output for every text and augmented view
+is computed once (:func:`compute_states`, a :class:`StateBank` the data stage saves) and each training step runs only
+the top k layers, the pooling and the head — the same objective on a smaller set of weights, ≈ n / k times cheaper
+per step. The frozen layers run in eval mode (no dropout there). ``trainable_layers: null`` is the paper's full
+fine-tuning on token ids.
+
 The contrastive representation z is the L2-normalised mean-pooled encoder output; the head reads the same pooled
 output (the paper does not say whether a projection head sits between them; the public code passes the pooled
 BERT output to both).
@@ -76,21 +83,30 @@ def _grad_reverse():
     return GradReverse.apply
 
 
-def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective, *, head_hidden: int, seed: int):
+def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective, *, head_hidden: int, seed: int,
+                n_frozen: int = 0):
     """A :class:`FairClassifier` (an ``nn.Module``) on the encoder in ``encoder_dir``; the new layers are
-    initialised from ``seed``."""
+    initialised from ``seed``. ``n_frozen`` > 0: only the layers above the first ``n_frozen`` are kept and trained;
+    the model then reads the frozen layers' output (a :class:`StateBank`) instead of token ids."""
     import torch
     import torch.nn.functional as F
     from torch import nn
     from transformers import AutoModel
+    from transformers.masking_utils import create_bidirectional_mask
 
     reverse = _grad_reverse()
 
     class FairClassifier(nn.Module):
         def __init__(self):
             super().__init__()
-            self.encoder = AutoModel.from_pretrained(str(encoder_dir))
-            dim = self.encoder.config.hidden_size
+            encoder = AutoModel.from_pretrained(str(encoder_dir))
+            self.config = encoder.config
+            self.n_frozen = check_frozen(n_frozen, encoder.config.num_hidden_layers)
+            if self.n_frozen:  # keep the trainable top only
+                self.layers = nn.ModuleList(list(encoder.encoder.layer)[self.n_frozen:])
+            else:
+                self.encoder = encoder
+            dim = encoder.config.hidden_size
             self.head = mlp_head(dim, head_hidden, n_classes)
             self.objective = objective
             self.n_classes, self.n_groups = n_classes, n_groups
@@ -100,15 +116,22 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
                                    "out": nn.Linear(objective.adv_hidden, n_groups)})
                     for _ in range(objective.n_adversaries))
 
-        def pool(self, input_ids, attention_mask):
-            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(out.dtype)
-            return (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        def pool(self, x, mask):
+            """Mean-pooled output for token ids ``x`` [batch, len] or, with frozen layers, their states ``x``
+            [batch, len, dim]; ``mask`` [batch, len] marks real tokens."""
+            if self.n_frozen:
+                ext = create_bidirectional_mask(config=self.config, inputs_embeds=x, attention_mask=mask)
+                out = x
+                for layer in self.layers:
+                    out = layer(out, ext)
+            else:
+                out = self.encoder(input_ids=x, attention_mask=mask).last_hidden_state
+            m = mask.unsqueeze(-1).to(out.dtype)
+            return (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
-        def forward(self, input_ids, attention_mask, labels=None, groups=None, input_ids_2=None,
-                    attention_mask_2=None):
+        def forward(self, x, mask, labels=None, groups=None, x_2=None, mask_2=None):
             o = self.objective
-            z1 = self.pool(input_ids, attention_mask)
+            z1 = self.pool(x, mask)
             logits = self.head(z1)
             if labels is None:
                 return {"logits": logits}
@@ -116,9 +139,9 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             if o.mode in ("ce", "one_stage", "adversarial"):
                 losses["ce"] = F.cross_entropy(logits, labels)
             if o.mode in ("contrastive", "one_stage"):
-                if input_ids_2 is None:
-                    raise ValueError(f"the {o.mode} objective needs a second view of every example (input_ids_2)")
-                z2 = self.pool(input_ids_2, attention_mask_2)
+                if x_2 is None:
+                    raise ValueError(f"the {o.mode} objective needs a second view of every example (x_2)")
+                z2 = self.pool(x_2, mask_2)
                 feats = F.normalize(torch.stack([z1, z2], dim=1), dim=-1)
                 losses["sup"] = supcon_loss(feats, labels, temperature=o.temperature)
                 losses["cs"] = cs_infonce_loss(feats, labels, groups, temperature=o.temperature)
@@ -151,13 +174,99 @@ def mlp_head(dim: int, hidden: int, n_classes: int):
     return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, n_classes))
 
 
+def check_frozen(n_frozen: int, n_layers: int) -> int:
+    if not 0 <= n_frozen < n_layers:
+        raise ValueError(f"{n_frozen} frozen layers of a {n_layers}-layer encoder: cscl.train.trainable_layers must be "
+                         f"between 1 and {n_layers} (or null for all)")
+    return int(n_frozen)
+
+
+def frozen_count(encoder_dir, trainable_layers: int | None) -> int:
+    """How many bottom layers stay frozen for ``trainable_layers`` (None = all layers train = 0 frozen)."""
+    from transformers import AutoConfig
+
+    n = AutoConfig.from_pretrained(str(encoder_dir)).num_hidden_layers
+    if trainable_layers is None:
+        return 0
+    return check_frozen(n - int(trainable_layers), n)
+
+
+class StateBank:
+    """The frozen bottom's output for a set of texts: per text its [tokens, dim] hidden states (real tokens only),
+    stored flat in float16 with offsets. ``n_frozen`` = 0 holds no states (full fine-tuning reads token ids)."""
+
+    def __init__(self, n_frozen: int, texts: Sequence[str] = (), flat: np.ndarray | None = None,
+                 offsets: np.ndarray | None = None):
+        self.n_frozen, self.texts = int(n_frozen), list(texts)
+        self.flat = np.zeros((0, 0), np.float16) if flat is None else flat
+        self.offsets = np.zeros(1, np.int64) if offsets is None else offsets
+        self.index = {t: i for i, t in enumerate(self.texts)}
+
+    def __len__(self):
+        return len(self.texts)
+
+    def get(self, text: str) -> np.ndarray:
+        try:
+            i = self.index[text]
+        except KeyError:
+            raise KeyError(f"no frozen states for {text[:60]!r}: rerun the cscl data stage (its states.npz is older "
+                           "than the rows / views)") from None
+        return self.flat[self.offsets[i]:self.offsets[i + 1]]
+
+    def save(self, path) -> None:
+        from ..io import atomic_path
+
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, n_frozen=self.n_frozen, texts=np.array(self.texts, dtype=object), flat=self.flat,
+                     offsets=self.offsets)
+
+    @classmethod
+    def load(cls, path) -> StateBank:
+        with np.load(path, allow_pickle=True) as z:
+            return cls(int(z["n_frozen"]), z["texts"].tolist(), z["flat"], z["offsets"])
+
+
+def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_length: int, batch_size: int,
+                   device: str) -> StateBank:
+    """Run the first ``n_frozen`` layers (embeddings included, eval mode) once over the distinct ``texts``."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from ..runtime import progress
+
+    texts = list(dict.fromkeys(texts))
+    if not n_frozen:
+        return StateBank(0)
+    device = select_device(device)
+    tok = AutoTokenizer.from_pretrained(str(encoder_dir))
+    model = AutoModel.from_pretrained(str(encoder_dir))
+    check_frozen(n_frozen, model.config.num_hidden_layers)
+    model.encoder.layer = model.encoder.layer[:n_frozen]
+    model.to(device).eval()
+    order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
+    parts: list[np.ndarray | None] = [None] * len(texts)
+    with torch.inference_mode():
+        for s in progress(range(0, len(order), batch_size), desc=f"frozen layers 1-{n_frozen}",
+                          total=-(-len(order) // batch_size)):
+            idx = order[s:s + batch_size]
+            enc = tok([texts[i] for i in idx], truncation=True, max_length=max_length, padding=True,
+                      return_tensors="pt").to(device)
+            out = model(**enc).last_hidden_state.float().cpu().numpy()
+            for j, i in enumerate(idx):
+                parts[i] = out[j, : int(enc["attention_mask"][j].sum())].astype(np.float16)
+    offsets = np.cumsum([0, *(len(p) for p in parts)])
+    return StateBank(n_frozen, texts, np.concatenate(parts), offsets)
+
+
 class _Pairs:
     """Rows (one or two views) for the ``Trainer``, tokenised once up front (every text and every augmented copy in
     one batched tokenizer call); a second view is drawn per example and epoch from its augmented copies with a
     generator seeded by (seed, epoch, row)."""
 
-    def __init__(self, tokenizer, texts, labels, groups, views, max_length, seed):
+    def __init__(self, tokenizer, texts, labels, groups, views, max_length, seed, bank: StateBank | None = None):
         def encode(strings):
+            if bank is not None and bank.n_frozen:
+                return [{"states": bank.get(t)} for t in strings]
             enc = tokenizer(list(strings), truncation=True, max_length=max_length)
             return [{"input_ids": i, "attention_mask": m} for i, m in zip(enc["input_ids"], enc["attention_mask"],
                                                                             strict=True)]
@@ -181,30 +290,49 @@ class _Pairs:
         return item
 
 
+def _pad(tokenizer, views: list[dict]):
+    """(x, mask) for one view of a batch: token ids padded by the tokenizer, or frozen states zero-padded."""
+    import torch
+
+    if "states" in views[0]:
+        arrays = [v["states"] for v in views]
+        n = max(len(a) for a in arrays)
+        x = np.zeros((len(arrays), n, arrays[0].shape[1]), np.float32)
+        mask = np.zeros((len(arrays), n), np.int64)
+        for i, a in enumerate(arrays):
+            x[i, : len(a)], mask[i, : len(a)] = a, 1
+        return torch.from_numpy(x), torch.from_numpy(mask)
+    enc = tokenizer.pad(views, return_tensors="pt")
+    return enc["input_ids"], enc["attention_mask"]
+
+
 def _collate(tokenizer):
-    """Pads each view with the tokenizer (right padding, the pad token, attention 0)."""
+    """Pads each view (right padding, attention 0)."""
     import torch
 
     def collate(items):
-        first = tokenizer.pad([x["first"] for x in items], return_tensors="pt")
-        batch = {"input_ids": first["input_ids"], "attention_mask": first["attention_mask"],
-                 "labels": torch.tensor([x["labels"] for x in items]),
-                 "groups": torch.tensor([x["groups"] for x in items])}
+        x, mask = _pad(tokenizer, [it["first"] for it in items])
+        batch = {"x": x, "mask": mask, "labels": torch.tensor([it["labels"] for it in items]),
+                 "groups": torch.tensor([it["groups"] for it in items])}
         if "second" in items[0]:
-            second = tokenizer.pad([x["second"] for x in items], return_tensors="pt")
-            batch["input_ids_2"], batch["attention_mask_2"] = second["input_ids"], second["attention_mask"]
+            batch["x_2"], batch["mask_2"] = _pad(tokenizer, [it["second"] for it in items])
         return batch
 
     return collate
 
 
-def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | None = None, epochs: int,
-        batch_size: int, learning_rate: float, max_length: int, seed: int, device: str,
+def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | None = None,
+        val_views: Sequence[Sequence[str]] | None = None, bank: StateBank | None = None, epochs: int,
+        batch_size: int, learning_rate: float, head_learning_rate: float, max_length: int, seed: int, device: str,
         patience: int | None = None) -> dict:
     """Train ``model`` on ``train`` (a frame with ``text``, ``y``, ``a``) with its objective. ``views``: per row,
-    the augmented copies a second view is drawn from (contrastive and one-stage objectives). ``val`` with
-    ``patience``: early stopping on the validation loss, best epoch kept (the paper: patience 3 in pre-training).
+    the augmented copies a second view is drawn from (contrastive and one-stage objectives); ``val_views`` the same
+    for ``val`` (default: the validation text itself). ``val`` with ``patience``: early stopping on the validation
+    loss, best epoch kept (the paper: patience 3 in pre-training). ``bank``: the frozen layers' states when the
+    model trains only its top layers. The encoder's layers train at ``learning_rate``, the new layers (head,
+    discriminators) at ``head_learning_rate`` — AdamW in parameter groups, the Trainer's linear schedule on both.
     Returns the training log (loss per epoch, epochs run)."""
+    import torch
     from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
 
     seed_everything(seed)
@@ -215,11 +343,17 @@ def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | N
         raise ValueError(f"{len(views)} view lists for {len(train)} training rows")
     if needs_views and batch_size < 2:
         raise ValueError("contrastive batches need at least 2 examples (cscl batch_size)")
-    data = _Pairs(tokenizer, train["text"], train["y"], train["a"], views if needs_views else None, max_length, seed)
+    if bool(getattr(model, "n_frozen", 0)) != bool(bank is not None and bank.n_frozen):
+        raise ValueError("a model with frozen layers trains on their states and a full model on token ids: pass the "
+                         "task's StateBank exactly when cscl.train.trainable_layers is below the encoder's depth")
+    data = _Pairs(tokenizer, train["text"], train["y"], train["a"], views if needs_views else None, max_length, seed,
+                  bank)
     eval_data = None
     if val is not None and patience:
-        eval_data = _Pairs(tokenizer, val["text"], val["y"], val["a"], [[t] for t in val["text"]] if needs_views
-                           else None, max_length, seed)
+        if needs_views and val_views is None:
+            val_views = [[t] for t in val["text"]]
+        eval_data = _Pairs(tokenizer, val["text"], val["y"], val["a"], val_views if needs_views else None,
+                           max_length, seed, bank)
 
     class Epochs(TrainerCallback):
         def on_epoch_begin(self, args, state, control, **kwargs):
@@ -235,8 +369,12 @@ def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | N
             metric_for_best_model="eval_loss", greater_is_better=False, disable_tqdm=not progress_enabled(),
             use_cpu=device == "cpu", logging_strategy="epoch", dataloader_num_workers=0, remove_unused_columns=False)
         callbacks = [Epochs()] + ([EarlyStoppingCallback(early_stopping_patience=patience)] if eval_data else [])
+        encoder = [p for n, p in model.named_parameters() if n.startswith(("encoder.", "layers."))]
+        new = [p for n, p in model.named_parameters() if not n.startswith(("encoder.", "layers."))]
+        optimizer = torch.optim.AdamW([{"params": encoder, "lr": learning_rate},
+                                       {"params": new, "lr": head_learning_rate}], weight_decay=0.0)
         trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=eval_data,
-                          data_collator=_collate(tokenizer), callbacks=callbacks)
+                          data_collator=_collate(tokenizer), callbacks=callbacks, optimizers=(optimizer, None))
         _deterministic_log_callbacks(trainer)
         result = trainer.train()
     losses = [round(float(h["loss"]), 6) for h in trainer.state.log_history if "loss" in h]
@@ -244,7 +382,8 @@ def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | N
             "epochs_run": float(trainer.state.epoch or 0)}
 
 
-def encode(model, tokenizer, texts: Sequence[str], *, max_length: int, batch_size: int) -> np.ndarray:
+def encode(model, tokenizer, texts: Sequence[str], *, max_length: int, batch_size: int,
+           bank: StateBank | None = None) -> np.ndarray:
     """Mean-pooled encoder features of ``texts`` (eval mode, no gradient), in input order."""
     import torch
 
@@ -253,10 +392,14 @@ def encode(model, tokenizer, texts: Sequence[str], *, max_length: int, batch_siz
     out = []
     with torch.inference_mode():
         for s in range(0, len(texts), batch_size):
-            enc = tokenizer(list(texts[s:s + batch_size]), truncation=True, max_length=max_length, padding=True,
-                            return_tensors="pt").to(device)
-            out.append(model.pool(enc["input_ids"], enc["attention_mask"]).float().cpu().numpy())
-    return np.concatenate(out) if out else np.zeros((0, model.encoder.config.hidden_size), np.float32)
+            chunk = list(texts[s:s + batch_size])
+            if getattr(model, "n_frozen", 0):
+                x, mask = _pad(tokenizer, [{"states": bank.get(t)} for t in chunk])
+            else:
+                enc = tokenizer(chunk, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+                x, mask = enc["input_ids"], enc["attention_mask"]
+            out.append(model.pool(x.to(device), mask.to(device)).float().cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, model.config.hidden_size), np.float32)
 
 
 def fit_head(features: np.ndarray, labels: np.ndarray, n_classes: int, *, hidden: int, epochs: int,
