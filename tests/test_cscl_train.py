@@ -34,14 +34,15 @@ def model(obj):
 def test_ce_learns_the_toy_task_and_is_seeded():
     tok = tokenizer()
     m = model(ct.Objective("ce"))
-    log = ct.fit(m, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu")
+    log = ct.fit(m, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu",
+                 patience=None)
     assert log["epochs_run"] == 4 and log["loss_per_epoch"][-1] < log["loss_per_epoch"][0]
     feats = ct.encode(m, tok, TOY["text"].tolist(), max_length=16, batch_size=8)
     pred = m.head(__import__("torch").as_tensor(feats)).argmax(1).numpy()
     assert (pred == TOY["y"].to_numpy()).mean() == 1.0
     again = model(ct.Objective("ce"))
-    assert ct.fit(again, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, head_learning_rate=1e-3, max_length=16, seed=0,
-                  device="cpu")["loss_per_epoch"] == log["loss_per_epoch"]
+    assert ct.fit(again, tok, TOY, epochs=4, batch_size=4, learning_rate=1e-3, head_learning_rate=1e-3, max_length=16,
+                  seed=0, device="cpu", patience=None)["loss_per_epoch"] == log["loss_per_epoch"]
 
 
 @pytest.mark.parametrize("obj", [ct.Objective("contrastive", lam=1.0, temperature=0.5),
@@ -85,17 +86,18 @@ def test_head_on_fixed_features_and_bad_input():
                             val=(x[150:], y[150:]), patience=3)
     assert (ct.predict_head(head, x[150:]) == y[150:]).mean() > 0.9 and len(log) <= 30
     with pytest.raises(ValueError, match="gamma"):
-        ct.Objective("one_stage", gamma=1.5)
+        ct.Objective("one_stage", gamma=1.5, temperature=0.1)
     with pytest.raises(ValueError, match="lam = -1"):
-        ct.Objective("contrastive", lam=-1)
+        ct.Objective("contrastive", lam=-1, temperature=0.1)
     with pytest.raises(ValueError, match="temperature must be given"):
         ct.Objective("one_stage", gamma=0.3)
+    with pytest.raises(ValueError, match="adversarial: n_adversaries must be given"):
+        ct.Objective("adversarial", lam=1.0)
     with pytest.raises(ValueError, match="unknown cscl objective"):
         ct.Objective("supcon")
     with pytest.raises(ValueError, match="needs augmented views"):
         ct.fit(model(ct.Objective("contrastive", temperature=0.1)), tokenizer(), TOY, epochs=1, batch_size=8, learning_rate=1e-4,
-               head_learning_rate=1e-3,
-               max_length=8, seed=0, device="cpu")
+               head_learning_rate=1e-3, max_length=8, seed=0, device="cpu", patience=None)
 
 
 def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tmp_path):
@@ -124,7 +126,7 @@ def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tm
     assert any(not torch.equal(before[k], v) for k, v in top.state_dict().items() if k.startswith("layers."))
     with pytest.raises(ValueError, match="pass the task's StateBank"):
         ct.fit(top, tok, TOY, views=views, epochs=1, batch_size=4, learning_rate=1e-4, head_learning_rate=1e-3, max_length=16, seed=0,
-               device="cpu")
+               device="cpu", patience=None)
     with pytest.raises(KeyError, match="rerun the cscl data stage"):
         bank.get("a text the data stage never saw")
     with pytest.raises(ValueError, match="trainable_layers must be between 1 and 6"):

@@ -31,7 +31,8 @@ def pipeline(tmp_path_factory):
     root = copy_project(REPO, tmp_path_factory.mktemp("pipeline") / "repo")
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["data"]["datasets"] = ["seat", "indibias", "sbic", "bbq", "trec_fair_2022", "wikitext2_valid_test",
-                                  "twinviews_13k", "debiasing_rag_kim2025", "trecdl_passage_bm25_top100_text"]
+                                  "twinviews_13k", "debiasing_rag_kim2025", "trecdl_passage_bm25_top100_text",
+                                  "jigsaw_identity_term_bias_testsets", "bias_in_bios_samples"]
     params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
     it = params["intersect"]
     it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]},
@@ -67,6 +68,15 @@ def pipeline(tmp_path_factory):
     rc["reader"].update(max_questions=4, max_doc_words=30, generation_check=1)
     rc["readers"]["smollm2-letter"] = {**rc["readers"]["smollm2"], "politics_mode": "letter"}  # a second reader
     rc["utility"].update(max_queries=3)
+    cs = params["cscl"]
+    cs.update(tasks=["sbic_race"], max_rows=150, seeds=[0, 1])
+    cs["augment"]["n_aug"] = 2
+    cs["train"].update(epochs=1, pretrain_epochs=1, head_epochs=2)
+    cs["methods"] = {"ce": cs["methods"]["ce"], "two_stage": {**cs["methods"]["two_stage"], "grid": [0.0, 1.0]},
+                     "one_stage": {**cs["methods"]["one_stage"], "grid": [0.0, 1.0]},
+                     "adversarial": {**cs["methods"]["adversarial"], "grid": [1.0]},
+                     "diverse_adversarial": {**cs["methods"]["diverse_adversarial"], "grid": [1.0]},
+                     "inlp": {**cs["methods"]["inlp"], "grid": [2]}}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     netlog = root.parent / "network.log"
     # A fresh cache, except the dequantised SmolLM2 weights: content-keyed and shared with the unit tests, so a clean
@@ -211,6 +221,24 @@ def test_ragcontrol_outputs_are_sane(pipeline):
     for fig in ("fig_training.png", "fig_projection.png", "fig_alpha_sampling.png", "fig_pareto.png",
                 "fig_sensitivity.png"):
         assert (root / "reports/ragcontrol/results" / fig).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cscl_outputs_are_sane(pipeline):
+    root, *_ = pipeline
+    sizes = pd.read_csv(root / "reports/cscl/data/sbic_race_sizes.csv").set_index("split")
+    assert sizes["rows"].sum() == 150 and set(sizes.index) == {"train", "val", "test"}
+    methods = pd.read_csv(root / "reports/cscl/results/methods.csv")
+    # ce + two_stage x2 + one_stage x2 + adversarial + diverse + inlp = 8 settings, per seed
+    assert len(methods) == 16 and set(methods["seed"]) == {0, 1}
+    assert methods[["f1", "eo_gap"]].notna().all().all() and (methods["eo_gap"] >= 0).all()
+    summary = pd.read_csv(root / "reports/cscl/results/summary.csv")
+    assert len(summary) == 8 and (summary["seeds"] == 2).all()
+    claims = pd.read_csv(root / "reports/cscl/results/claims.csv")
+    assert {"claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high", "verdict"} <= set(claims.columns)
+    assert set(claims["verdict"]) <= {"reproduced", "contradicted", "inconclusive"} and len(claims) >= 6
+    assert (root / "reports/cscl/results/fig_tradeoff_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
+    preds = pd.read_parquet(root / "data/processed/cscl/predictions/seed1.parquet")
+    assert len(preds) == 8 * int(sizes.loc["test", "rows"])  # one prediction per test row and setting
 
 
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):

@@ -145,11 +145,15 @@ def _covers(dep: str, path: str) -> bool:
 
 
 def compress(files: set[Path], root: Path) -> list[str]:
-    """Repository-relative entries for ``files``: a package folder when every ``.py`` file under it is needed."""
+    """Repository-relative entries for ``files``: a package folder when every ``.py`` file under it is needed —
+    except a folder that ships package data (``PACKAGE_DATA``): its modules stay listed one by one, so a new module
+    there does not make every stage that reads the data stale, and the data file stays visible."""
     lib = lib_root(root)
     needed = {f.relative_to(root).as_posix() for f in files}
     out: set[str] = set(needed)
-    for pkg in sorted({p for f in files for p in f.parents if p != lib and p.is_relative_to(lib)}, key=lambda p: len(p.parts)):
+    data_dirs = {(lib / d).parent for files_ in PACKAGE_DATA.values() for d in files_}
+    for pkg in sorted({p for f in files for p in f.parents if p != lib and p.is_relative_to(lib) and p not in data_dirs},
+                      key=lambda p: len(p.parts)):
         all_py = {f.relative_to(root).as_posix() for f in pkg.rglob("*.py") if "__pycache__" not in f.parts}
         rel = pkg.relative_to(root).as_posix()
         if all_py and all_py <= needed:

@@ -66,7 +66,7 @@ if any(m.mode == "inlp" for m in C.methods.values()):
     order = ce + [n for n in order if n not in ce]  # the CE encoder first, so INLP can reuse it
 
 # %%
-results, predictions = [], []
+results, predictions, features = [], [], {}
 for task in C.tasks:
     rows = pd.read_parquet(TASKS / task / "rows.parquet")
     views = pd.read_parquet(TASKS / task / "views.parquet").set_index("text")["views"]
@@ -88,12 +88,15 @@ for task in C.tasks:
                     ce_features = res["features"]
             s = res["scores"]
             results.append({"task": task, "method": name, "mode": method.mode, "value": value, "seed": run_seed,
-                            **{k: s[k] for k in ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "n")}})
+                            **{k: s[k] for k in ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "n")},
+                            "top_pred_share": experiment.top_prediction_share(res["pred"])})
             predictions.append(test[["y", "a"]].assign(task=task, method=name, value=value, seed=run_seed,
                                                        row=range(len(test)), pred=res["pred"]))
+            features[f"{task}|{name}|{value}"] = res["test_features"].astype("float32")
             print(f"{task} {name} {value}: F1 {s['f1']:.3f}, ΔEO {s['eo_gap']:.3f}")
 
 table = pd.DataFrame(results)
 write_csv(ROOT / f"reports/cscl/train/seed{run_seed}.csv", table)
 write_parquet(DATA / "predictions" / f"seed{run_seed}.parquet", pd.concat(predictions, ignore_index=True), index=False)
+experiment.save_features(DATA / "features" / f"seed{run_seed}.npz", features)  # test-set features per setting (embedding plots)
 table

@@ -23,7 +23,7 @@ import pandas as pd
 
 from biaslab import claims as cl
 from biaslab import config
-from biaslab.cscl import findings
+from biaslab.cscl import experiment, findings
 from biaslab.io import write_csv, write_json
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
@@ -38,6 +38,8 @@ tasks = ...  # cscl.tasks
 seeds = ...  # cscl.seeds
 methods = ...  # cscl.methods
 f1_bound = ...  # cscl.claims.f1_bound
+degenerate_share = ...  # cscl.claims.degenerate_share
+embedding_plot = ...  # cscl.embedding_plot
 
 # %%
 P = config.stage_params(globals(), "cscl_analysis")
@@ -60,7 +62,35 @@ for task in C.tasks:
     plt.show()
 
 # %%
-claims = cl.write(OUT / "claims.csv", findings.claims(preds, C.methods, f1_bound=C.claims.f1_bound, rounds=U.rounds,
+claims = cl.write(OUT / "claims.csv", findings.claims(preds, C.methods, f1_bound=C.claims.f1_bound,
+                                                      degenerate_share=C.claims.degenerate_share, rounds=U.rounds,
                                                       confidence=U.confidence, seed=P.common.seed))
 write_json(OUT / "metrics.json", {"summary": summary.to_dict("records"), "claims": cl.summary(claims)})
 cl.markdown(claims)
+
+# %% [markdown]
+# ## Embeddings (App. C.2, Fig. 10)
+#
+# t-SNE of the first seed's test-set features: CE, and the contrastive method at its smallest λ (0: SupCon only) and
+# its largest λ (CS-InfoNCE on). Each panel's title gives how well a linear probe reads the protected group inside
+# each class (cross-validated accuracy over the majority share; 0 = chance) — the quantity CS-InfoNCE pushes down.
+
+# %%
+E = C.embedding_plot
+first = experiment.load_features(ROOT / f"data/processed/cscl/features/seed{C.seeds[0]}.npz")
+leakage_rows = []
+for task in C.tasks:
+    rows = pd.read_parquet(ROOT / "data/processed/cscl/tasks" / task / "rows.parquet")
+    test = rows[rows["split"] == "test"].reset_index(drop=True)
+    panels = []
+    for name in E.methods:
+        values = [None] if C.methods[name].mode == "ce" else sorted({min(C.methods[name].grid), max(C.methods[name].grid)})
+        panels += [(name if v is None else f"{name} λ={v:g}", first[f"{task}|{name}|{v}"]) for v in values]
+    leak = {label: findings.group_leakage(f, test["a"].to_numpy(), test["y"].to_numpy(), folds=E.probe_folds,
+                                          seed=P.common.seed) for label, f in panels}
+    leakage_rows += [{"task": task, "setting": k, "group_read_over_chance": v} for k, v in leak.items()]
+    fig = findings.embedding_figure(panels, test, task, perplexity=E.perplexity, seed=P.common.seed, leakage=leak)
+    save_figure(fig, OUT / f"fig_embeddings_{task}.png")
+    plt.show()
+write_csv(OUT / "group_leakage.csv", pd.DataFrame(leakage_rows))
+pd.DataFrame(leakage_rows)

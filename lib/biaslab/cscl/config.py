@@ -93,10 +93,19 @@ class CsclMethod(Section):
         return self
 
 
+class CsclEmbeddingPlot(Section):
+    """App. C.2, Fig. 10: t-SNE panels of the first seed's test features."""
+
+    methods: list[str]  # a ce method and a CL one (shown at its smallest and largest λ)
+    perplexity: float = Field(gt=0)
+    probe_folds: int = Field(ge=2)
+
+
 class CsclClaims(Section):
     """Bounds the claim checks use (``biaslab.cscl.findings``)."""
 
-    f1_bound: float = Field(gt=0)  # "keeps F1": the F1 change stays within ± this
+    f1_bound: float = Field(gt=0)  # "comparable F1": two-stage F1 at least one-stage F1 minus this
+    degenerate_share: float = Field(gt=0.5, le=1)  # a setting predicting one class for this share of rows is constant
 
 
 class Cscl(Section):
@@ -111,12 +120,16 @@ class Cscl(Section):
     augment: CsclAugment
     train: CsclTrain
     methods: dict[str, CsclMethod]
+    embedding_plot: CsclEmbeddingPlot
     claims: CsclClaims
 
     @model_validator(mode="after")
     def _check(self):
         if not self.seeds:
             raise ValueError("cscl.seeds is empty: list at least one seed (paper: 5)")
+        unknown = [m for m in self.embedding_plot.methods if m not in self.methods]
+        if unknown:
+            raise ValueError(f"cscl.embedding_plot.methods {unknown} are not in cscl.methods ({list(self.methods)})")
         full = [t for t in self.tasks if t in ("jigsaw_race", "biasbios_full") and t not in self.full_data]
         if full:
             raise ValueError(f"cscl.tasks {full} read the paper's full data: add their files to cscl.full_data")

@@ -40,8 +40,8 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
                bank: ct.StateBank, encoder_dir, train, seed: int, device: str) -> dict:
     """Train and score one setting. ``rows``: the task with its ``split`` column; ``views``: text → its augmented
     copies (training and validation rows; contrastive objectives); ``bank``: the frozen layers' states (empty for
-    full fine-tuning); ``train``: the ``cscl.train`` section. Returns the scores, the training log and the test
-    predictions; for ``ce``, also the encoder features of every split (INLP's input)."""
+    full fine-tuning); ``train``: the ``cscl.train`` section. Returns the scores, the training log, the test
+    predictions and the test features; for ``ce``, also the features of every split (INLP's input)."""
     from transformers import AutoTokenizer
 
     tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
@@ -70,7 +70,7 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
 
         with torch.no_grad():
             pred = model.head(torch.as_tensor(enc["test"])).argmax(1).numpy()
-    out = {"scores": score(te, pred), "log": log, "pred": pred}
+    out = {"scores": score(te, pred), "log": log, "pred": pred, "test_features": enc["test"]}
     if method.mode == "ce":
         out["features"] = enc
     return out
@@ -91,4 +91,23 @@ def run_inlp(method, n_classifiers: int, rows: pd.DataFrame, features: dict[str,
                                  learning_rate=train.head_learning_rate, seed=seed, val=(proj["val"], va["y"].to_numpy()),
                                  patience=train.patience or None)
     pred = ct.predict_head(head, proj["test"])
-    return {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log}, "pred": pred}
+    return {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log}, "pred": pred,
+            "test_features": proj["test"]}
+
+
+def save_features(path, features: Mapping[str, np.ndarray]) -> None:
+    """Test-set features per setting (keys ``task|method|value``), written atomically."""
+    from ..io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **features)
+
+
+def load_features(path) -> dict[str, np.ndarray]:
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+def top_prediction_share(pred: np.ndarray) -> float:
+    """Share of rows given the most frequent predicted class (1.0 = a constant classifier)."""
+    return float(np.unique(pred, return_counts=True)[1].max() / len(pred)) if len(pred) else float("nan")

@@ -46,26 +46,32 @@ MODES = ("ce", "contrastive", "one_stage", "adversarial")
 
 @dataclass(frozen=True)
 class Objective:
-    """The knobs of one method (``cscl.methods`` in params.yaml)."""
+    """The knobs of one method (``cscl.methods`` in params.yaml). ``None`` = not used by this mode; each mode's own
+    knobs are required (checked here), and the stage builds every objective from params."""
 
     mode: str
     lam: float = 0.0           # λ: weight of L_CS-InfoNCE (contrastive, one_stage) or λ_adv (adversarial)
-    gamma: float = 0.0         # γ: one-stage weight of L_sup
+    gamma: float | None = None  # γ: one-stage weight of L_sup
     temperature: float | None = None  # τ of both contrastive losses (contrastive and one-stage objectives)
-    n_adversaries: int = 1
-    lam_diff: float = 0.0      # diverse adversaries' difference-loss weight
-    adv_hidden: int = 256
+    n_adversaries: int | None = None
+    lam_diff: float | None = None  # diverse adversaries' difference-loss weight
+    adv_hidden: int | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"unknown cscl objective {self.mode!r}: choose from {list(MODES)}")
+        needs = {"contrastive": ("temperature",), "one_stage": ("temperature", "gamma"),
+                 "adversarial": ("n_adversaries", "lam_diff", "adv_hidden"), "ce": ()}[self.mode]
+        for name in needs:
+            if getattr(self, name) is None:
+                raise ValueError(f"cscl objective {self.mode}: {name} must be given")
         for name in ("lam", "gamma", "lam_diff"):
-            if getattr(self, name) < 0:
+            if (getattr(self, name) or 0) < 0:
                 raise ValueError(f"cscl objective {self.mode}: {name} = {getattr(self, name)} must be >= 0")
-        if not 0 <= self.gamma <= 1:
+        if self.gamma is not None and not 0 <= self.gamma <= 1:
             raise ValueError(f"cscl objective {self.mode}: gamma = {self.gamma} must be in [0, 1]")
-        if self.mode in ("contrastive", "one_stage") and (self.temperature is None or self.temperature <= 0):
-            raise ValueError(f"cscl objective {self.mode}: temperature must be given and > 0")
+        if self.temperature is not None and self.temperature <= 0:
+            raise ValueError(f"cscl objective {self.mode}: temperature must be > 0")
 
 
 def _grad_reverse():
@@ -324,7 +330,7 @@ def _collate(tokenizer):
 def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | None = None,
         val_views: Sequence[Sequence[str]] | None = None, bank: StateBank | None = None, epochs: int,
         batch_size: int, learning_rate: float, head_learning_rate: float, max_length: int, seed: int, device: str,
-        patience: int | None = None) -> dict:
+        patience: int | None) -> dict:
     """Train ``model`` on ``train`` (a frame with ``text``, ``y``, ``a``) with its objective. ``views``: per row,
     the augmented copies a second view is drawn from (contrastive and one-stage objectives); ``val_views`` the same
     for ``val`` (default: the validation text itself). ``val`` with ``patience``: early stopping on the validation
@@ -403,8 +409,8 @@ def encode(model, tokenizer, texts: Sequence[str], *, max_length: int, batch_siz
 
 
 def fit_head(features: np.ndarray, labels: np.ndarray, n_classes: int, *, hidden: int, epochs: int,
-             batch_size: int, learning_rate: float, seed: int, val: tuple[np.ndarray, np.ndarray] | None = None,
-             patience: int | None = None):
+             batch_size: int, learning_rate: float, seed: int, val: tuple[np.ndarray, np.ndarray] | None,
+             patience: int | None):
     """The 2-layer MLP head trained with cross-entropy (Adam) on fixed features — two-stage CL's second stage and
     the classifier on INLP-projected features. With ``val`` and ``patience``: the epoch with the best validation
     loss is kept. Returns the head (an ``nn.Module``) and its log."""
