@@ -72,3 +72,15 @@ def test_a_constant_classifier_is_never_called_fairer():
     c = got["t: two_stage with λ = 5 lowers ΔEO vs λ = 0"]
     assert c.our_value < 0 and c.ci_high < 0  # the interval alone would say "reproduced"
     assert c.verdict == "inconclusive" and "two_stage (5) predicts one class" in c.rule
+
+
+def test_fast_f1_equals_sklearn():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    for k, n in ((2, 50), (5, 40), (21, 30)):
+        y, p = rng.integers(0, k, n), rng.integers(0, k, n)
+        assert abs(findings.fast_f1(y, p) - f1_score(y, p, average="macro", zero_division=0)) < 1e-12
+    y, p = rng.integers(0, 2, 60), rng.integers(0, 2, 60)
+    assert abs(findings.fast_f1(y, p, pos_label=1) - f1_score(y, p, zero_division=0)) < 1e-12
+    assert findings.fast_f1(np.zeros(5, int), np.zeros(5, int), pos_label=1) == 0.0  # no positive anywhere

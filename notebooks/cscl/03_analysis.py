@@ -83,7 +83,7 @@ for task in C.tasks:
     rows = pd.read_parquet(ROOT / "data/processed/cscl/tasks" / task / "rows.parquet")
     test = rows[rows["split"] == "test"].reset_index(drop=True)
     panels = []
-    for name in E.methods:
+    for name in E.panels:
         values = [None] if C.methods[name].mode == "ce" else sorted({min(C.methods[name].grid), max(C.methods[name].grid)})
         panels += [(name if v is None else f"{name} λ={v:g}", first[f"{task}|{name}|{v}"]) for v in values]
     leak = {label: findings.group_leakage(f, test["a"].to_numpy(), test["y"].to_numpy(), folds=E.probe_folds,

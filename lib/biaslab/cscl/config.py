@@ -96,7 +96,7 @@ class CsclMethod(Section):
 class CsclEmbeddingPlot(Section):
     """App. C.2, Fig. 10: t-SNE panels of the first seed's test features."""
 
-    methods: list[str]  # a ce method and a CL one (shown at its smallest and largest λ)
+    panels: list[str]  # methods to show: a ce method and a CL one (at its smallest and largest λ)
     perplexity: float = Field(gt=0)
     probe_folds: int = Field(ge=2)
 
@@ -127,9 +127,9 @@ class Cscl(Section):
     def _check(self):
         if not self.seeds:
             raise ValueError("cscl.seeds is empty: list at least one seed (paper: 5)")
-        unknown = [m for m in self.embedding_plot.methods if m not in self.methods]
+        unknown = [m for m in self.embedding_plot.panels if m not in self.methods]
         if unknown:
-            raise ValueError(f"cscl.embedding_plot.methods {unknown} are not in cscl.methods ({list(self.methods)})")
+            raise ValueError(f"cscl.embedding_plot.panels {unknown} are not in cscl.methods ({list(self.methods)})")
         full = [t for t in self.tasks if t in ("jigsaw_race", "biasbios_full") and t not in self.full_data]
         if full:
             raise ValueError(f"cscl.tasks {full} read the paper's full data: add their files to cscl.full_data")
