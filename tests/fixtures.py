@@ -189,6 +189,7 @@ WRITERS = {
     "genderbias_ir_rekabsaz2020": write_rekabsaz, "msmarco_fair_queries_rekabsaz2021": write_rekabsaz,
     "grep_biasir": write_grep, "trec_fair_2022": write_trec_fair, "wikitext2_valid_test": write_wikitext,
     "trecdl_passage_bm25_top100_text": write_trec_dl,
+    "jigsaw_identity_term_bias_testsets": write_jigsaw_testsets, "bias_in_bios_samples": write_bias_in_bios,
 }
 
 

@@ -45,6 +45,7 @@ head_hidden = ...  # cscl.train.head_hidden
 head_epochs = ...  # cscl.train.head_epochs
 head_learning_rate = ...  # cscl.train.head_learning_rate
 max_length = ...  # cscl.train.max_length
+trainable_layers = ...  # cscl.train.trainable_layers
 methods = ...  # cscl.methods
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder

@@ -39,7 +39,9 @@ seeds = ...  # cscl.seeds
 methods = ...  # cscl.methods
 f1_bound = ...  # cscl.claims.f1_bound
 degenerate_share = ...  # cscl.claims.degenerate_share
-embedding_plot = ...  # cscl.embedding_plot
+panels = ...  # cscl.embedding_plot.panels
+perplexity = ...  # cscl.embedding_plot.perplexity
+probe_folds = ...  # cscl.embedding_plot.probe_folds
 
 # %%
 P = config.stage_params(globals(), "cscl_analysis")
