@@ -56,8 +56,10 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
                  batch_size=train.batch_size, learning_rate=train.learning_rate,
                  head_learning_rate=train.head_learning_rate, max_length=train.max_length,
                  seed=seed, device=device, patience=train.patience or None)
+    # test features always; train / val only where a head is fitted on them (two-stage) or INLP starts (ce)
+    needed = (("train", tr), ("val", va), ("test", te)) if two_stage or method.mode == "ce" else (("test", te),)
     enc = {s: ct.encode(model, tok, d["text"].tolist(), max_length=train.max_length, batch_size=train.batch_size,
-                        bank=bank) for s, d in (("train", tr), ("val", va), ("test", te))}
+                        bank=bank) for s, d in needed}
     if two_stage:  # stage 2: the MLP head with CE on the frozen encoder's features
         head, head_log = ct.fit_head(enc["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,
@@ -97,10 +99,7 @@ def run_inlp(method, n_classifiers: int, rows: pd.DataFrame, features: dict[str,
 
 def save_features(path, features: Mapping[str, np.ndarray]) -> None:
     """Test-set features per setting (keys ``task|method|value``), written atomically."""
-    from ..io import atomic_path
-
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **features)
+    ct.save_npz(path, **features)
 
 
 def load_features(path) -> dict[str, np.ndarray]:

@@ -8,6 +8,7 @@ largest — fixed in advance, never picked on test.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -58,6 +59,7 @@ class _Setting:
         self.binary = len(classes) <= 2
         self.classes = classes[-1:] if self.binary else classes  # fixed on all rows, as equalized_odds_gaps does
         self.names, self.gidx = np.unique(self.a, return_inverse=True)
+        self._memo: dict[tuple[str, bytes], float] = {}
 
     def constant_share(self) -> float:
         """The smallest, over seeds, share of test rows given the seed's most frequent prediction (1.0 = every seed
@@ -65,7 +67,14 @@ class _Setting:
         return float(min(np.unique(col, return_counts=True)[1].max() / len(col) for col in self.pred.T))
 
     def metric(self, name: str, ix: np.ndarray) -> float:
-        """``eo_gap`` or ``f1`` on rows ``ix``, averaged over seeds."""
+        """``eo_gap`` or ``f1`` on rows ``ix``, averaged over seeds. Memoised per (metric, rows): every claim
+        resamples the same rows (one bootstrap seed), and a setting takes part in several claims."""
+        key = (name, hashlib.blake2b(np.ascontiguousarray(ix).tobytes(), digest_size=16).digest())
+        if key not in self._memo:
+            self._memo[key] = self._metric(name, ix)
+        return self._memo[key]
+
+    def _metric(self, name: str, ix: np.ndarray) -> float:
         values = []
         for s in range(self.pred.shape[1]):
             y, p = self.y[ix], self.pred[ix, s]

@@ -197,6 +197,14 @@ def frozen_count(encoder_dir, trainable_layers: int | None) -> int:
     return check_frozen(n - int(trainable_layers), n)
 
 
+def save_npz(path, **arrays: np.ndarray) -> None:
+    """``np.savez`` written atomically (a temporary file, then renamed)."""
+    from ..io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
 class StateBank:
     """The frozen bottom's output for a set of texts: per text its [tokens, dim] hidden states (real tokens only),
     stored flat in float16 with offsets. ``n_frozen`` = 0 holds no states (full fine-tuning reads token ids)."""
@@ -220,11 +228,8 @@ class StateBank:
         return self.flat[self.offsets[i]:self.offsets[i + 1]]
 
     def save(self, path) -> None:
-        from ..io import atomic_path
-
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, n_frozen=self.n_frozen, texts=np.array(self.texts, dtype=object), flat=self.flat,
-                     offsets=self.offsets)
+        save_npz(path, n_frozen=self.n_frozen, texts=np.array(self.texts, dtype=object), flat=self.flat,
+                 offsets=self.offsets)
 
     @classmethod
     def load(cls, path) -> StateBank:
