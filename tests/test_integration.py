@@ -36,7 +36,7 @@ def pipeline(tmp_path_factory):
     params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
     it = params["intersect"]
     it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]},
-                           sbic_unbiased_max_offensive=0.01)  # fewer stand-in posts to embed (2,783 instead of 4,093)
+                           sbic_neutral_pool=300)  # stand-ins searched among 300 posts (≈ 100 s less to embed)
     for corpus in ("indic", "western"):
         it["paragraphs"]["corpora"][corpus].update(n_biased=6 * len(it["paragraphs"]["corpora"][corpus]["categories"]),
                                                    n_unbiased=10)
@@ -51,7 +51,7 @@ def pipeline(tmp_path_factory):
     rf["bbq"].update(categories=["Gender_identity", "Religion"], check_categories=["Religion"], max_pairs=2)
     rf["probing"].update(max_rows_per_category=40, folds=3, seat_n_samples=200)
     rf["pairs"]["n_pairs"] = 16
-    rf["train"].update(batch_size=8, runs={"lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0}})
+    rf["train"].update(batch_size=8, gradient_probe_batches=1, runs={"lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0}})
     rf["evaluate"].update(max_rows_per_category=40, seat_n_samples=200, bootstrap_rounds=2, checkpoints=[
         {"name": "Baseline (frozen encoder)", "run": None, "mask": False},
         {"name": "Head masking", "run": None, "mask": True},

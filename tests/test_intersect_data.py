@@ -69,14 +69,20 @@ def test_sbic_sampling_respects_caps_and_uses_each_post_once():
 
 def test_sbic_offline_counterpart_is_a_real_unbiased_post():
     ref = reference.build_sbic_reference(sbic_posts(), RuleBased(), GEN, caps={"gender": 2, "race": 2, "body": 1},
-                                         n_unbiased=3, seed=0, encoder=FakeEncoder(), max_offensive=0.5)
+                                         n_unbiased=3, seed=0, encoder=FakeEncoder(), max_offensive=0.5,
+                                         neutral_pool=0)
     unb = ref[ref["label"] == "unbiased"]
     assert len(unb) == 3 and unb["text"].is_unique
     # real posts without a biased implication and not offensive ("dumb weather today" is excluded)
     assert set(unb["text"]) == {"i like my kitchen", "people are lazy on sundays", "gym people are nice"}
+    pooled = [set(reference.build_sbic_reference(sbic_posts(), RuleBased(), GEN, caps={"gender": 2, "race": 2},
+                                                 n_unbiased=2, seed=s, encoder=FakeEncoder(), max_offensive=0.5,
+                                                 neutral_pool=2).query("label == 'unbiased'")["text"]) for s in range(6)]
+    assert all(len(p) == 2 and p < set(unb["text"]) for p in pooled)  # a 2-post sample of the eligible posts
+    assert len({frozenset(p) for p in pooled}) > 1  # seeded: the sample follows the seed
     with pytest.raises(ValueError, match="needs an encoder"):
         reference.build_sbic_reference(sbic_posts(), RuleBased(), GEN, caps={"gender": 1}, n_unbiased=1, seed=0,
-                                       max_offensive=0.5)
+                                       max_offensive=0.5, neutral_pool=0)
 
 
 def test_nearest_unused_is_greedy_and_unique():

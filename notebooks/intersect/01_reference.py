@@ -52,6 +52,7 @@ openai = ...  # llm.openai
 indi_n_unbiased = ...  # intersect.reference.indi_n_unbiased
 sbic_n_unbiased = ...  # intersect.reference.sbic_n_unbiased
 sbic_unbiased_max_offensive = ...  # intersect.reference.sbic_unbiased_max_offensive
+sbic_neutral_pool = ...  # intersect.reference.sbic_neutral_pool
 sbic_caps = ...  # intersect.reference.sbic_caps
 
 # %%
@@ -77,7 +78,8 @@ else:
     enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size)
     ref = reference.build_sbic_reference(posts, llm, gen, caps=R.sbic_caps, n_unbiased=R.sbic_n_unbiased,
                                          seed=P.common.seed, encoder=enc,
-                                         max_offensive=R.sbic_unbiased_max_offensive)
+                                         max_offensive=R.sbic_unbiased_max_offensive,
+                                         neutral_pool=R.sbic_neutral_pool)
     paper = reference.PAPER_SBIC
 write_parquet(OUT / "reference.parquet", ref, index=False)
 ref.sample(8, random_state=0)

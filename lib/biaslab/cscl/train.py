@@ -20,7 +20,8 @@ not change (computed in eval mode, without dropout).
 layer): with k trainable layers, the bottom n − k layers are frozen, their output for every text and augmented view
 is computed once (:func:`compute_states`, a :class:`StateBank` the data stage saves) and each training step runs only
 the top k layers, the pooling and the head — the same objective on a smaller set of weights, ≈ n / k times cheaper
-per step. The frozen layers run in eval mode (no dropout there). ``trainable_layers: null`` is the paper's full
+per step. The frozen layers run in eval mode (no dropout there). The layer running is :mod:`biaslab.frozen`'s,
+shared with ragcontrol's partially fine-tuned embedders. ``trainable_layers: null`` is the paper's full
 fine-tuning on token ids.
 
 The contrastive representation z is the L2-normalised mean-pooled encoder output; the head reads the same pooled
@@ -37,6 +38,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from ..frozen import bottom_states, pad_states, run_layers
 from ..losses import cs_infonce_loss, supcon_loss
 from ..runtime import progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
@@ -98,7 +100,6 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
     import torch.nn.functional as F
     from torch import nn
     from transformers import AutoModel
-    from transformers.masking_utils import create_bidirectional_mask
 
     reverse = _grad_reverse()
 
@@ -126,10 +127,7 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             """Mean-pooled output for token ids ``x`` [batch, len] or, with frozen layers, their states ``x``
             [batch, len, dim]; ``mask`` [batch, len] marks real tokens."""
             if self.n_frozen:
-                ext = create_bidirectional_mask(config=self.config, inputs_embeds=x, attention_mask=mask)
-                out = x
-                for layer in self.layers:
-                    out = layer(out, ext)
+                out = run_layers(self.layers, self.config, x, mask)
             else:
                 out = self.encoder(input_ids=x, attention_mask=mask).last_hidden_state
             m = mask.unsqueeze(-1).to(out.dtype)
@@ -240,33 +238,20 @@ class StateBank:
 def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_length: int, batch_size: int,
                    device: str) -> StateBank:
     """Run the first ``n_frozen`` layers (embeddings included, eval mode) once over the distinct ``texts``."""
-    import torch
     from transformers import AutoModel, AutoTokenizer
-
-    from ..runtime import progress
 
     texts = list(dict.fromkeys(texts))
     if not n_frozen:
         return StateBank(0)
-    device = select_device(device)
     tok = AutoTokenizer.from_pretrained(str(encoder_dir))
     model = AutoModel.from_pretrained(str(encoder_dir))
     check_frozen(n_frozen, model.config.num_hidden_layers)
-    model.encoder.layer = model.encoder.layer[:n_frozen]
-    model.to(device).eval()
-    order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
-    parts: list[np.ndarray | None] = [None] * len(texts)
-    with torch.inference_mode():
-        for s in progress(range(0, len(order), batch_size), desc=f"frozen layers 1-{n_frozen}",
-                          total=-(-len(order) // batch_size)):
-            idx = order[s:s + batch_size]
-            enc = tok([texts[i] for i in idx], truncation=True, max_length=max_length, padding=True,
-                      return_tensors="pt").to(device)
-            out = model(**enc).last_hidden_state.float().cpu().numpy()
-            for j, i in enumerate(idx):
-                parts[i] = out[j, : int(enc["attention_mask"][j].sum())].astype(np.float16)
+    model.to(select_device(device))
+    parts = bottom_states(model, lambda batch: tok(batch, truncation=True, max_length=max_length, padding=True,
+                                                   return_tensors="pt"), texts, n_frozen=n_frozen,
+                          batch_size=batch_size)
     offsets = np.cumsum([0, *(len(p) for p in parts)])
-    return StateBank(n_frozen, texts, np.concatenate(parts), offsets)
+    return StateBank(n_frozen, texts, np.concatenate(parts).astype(np.float16), offsets)
 
 
 class _Pairs:
@@ -303,16 +288,8 @@ class _Pairs:
 
 def _pad(tokenizer, views: list[dict]):
     """(x, mask) for one view of a batch: token ids padded by the tokenizer, or frozen states zero-padded."""
-    import torch
-
     if "states" in views[0]:
-        arrays = [v["states"] for v in views]
-        n = max(len(a) for a in arrays)
-        x = np.zeros((len(arrays), n, arrays[0].shape[1]), np.float32)
-        mask = np.zeros((len(arrays), n), np.int64)
-        for i, a in enumerate(arrays):
-            x[i, : len(a)], mask[i, : len(a)] = a, 1
-        return torch.from_numpy(x), torch.from_numpy(mask)
+        return pad_states([v["states"] for v in views])
     enc = tokenizer.pad(views, return_tensors="pt")
     return enc["input_ids"], enc["attention_mask"]
 

@@ -20,6 +20,8 @@ class IntersectReference(Section):
     sbic_n_unbiased: int = Field(ge=0)
     # offline only: unbiased SBIC stand-ins must also have mean offensiveness below this
     sbic_unbiased_max_offensive: float = Field(gt=0, le=1)
+    # offline only: search the stand-ins among a seeded sample of this many eligible posts; 0 = all
+    sbic_neutral_pool: int = Field(ge=0)
     # Table 3 per-label counts of biased SBIC posts (capped by what the dev + test aggregates hold)
     sbic_caps: dict[str, int]
 

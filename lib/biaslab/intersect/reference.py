@@ -124,9 +124,11 @@ def nearest_unused(queries: np.ndarray, candidates: np.ndarray, k: int) -> np.nd
 
 
 def build_sbic_reference(posts: pd.DataFrame, llm, gen, *, caps: Mapping[str, int], n_unbiased: int,
-                         seed: int, encoder=None, max_offensive: float) -> pd.DataFrame:
+                         seed: int, encoder=None, max_offensive: float, neutral_pool: int) -> pd.DataFrame:
     """``posts``: SBIC dev + test aggregates with columns of :func:`biaslab.data.sbic.load` plus ``split`` and
-    ``row``. ``encoder`` (a :class:`biaslab.embed.Encoder`) is needed for the offline counterparts."""
+    ``row``. ``encoder`` (a :class:`biaslab.embed.Encoder`) is needed for the offline counterparts, which are the
+    nearest eligible real posts (no biased implication, mean offensiveness below ``max_offensive``) — among a seeded
+    sample of ``neutral_pool`` of them when that is > 0 (fewer posts to embed), else among all."""
     biased = sample_sbic_biased(posts, caps, seed)
     rng = np.random.default_rng(seed + 1)
     pick = np.sort(rng.choice(len(biased), size=min(n_unbiased, len(biased)), replace=False))
@@ -137,6 +139,9 @@ def build_sbic_reference(posts: pd.DataFrame, llm, gen, *, caps: Mapping[str, in
             raise ValueError("the offline SBIC rewrite needs an encoder to find the closest unbiased post")
         neutral = posts[~posts["biased"] & (posts["offensive"] < max_offensive)]["post"].map(clean)
         neutral = neutral[neutral.str.len() > 0].drop_duplicates().tolist()
+        if 0 < neutral_pool < len(neutral):
+            keep = np.random.default_rng(seed + 2).choice(len(neutral), size=neutral_pool, replace=False)
+            neutral = [neutral[i] for i in np.sort(keep)]
         idx = nearest_unused(encoder.encode(chosen["text"].tolist()), encoder.encode(neutral), NEAREST_K)
         counterparts = [neutral[i] for i in idx]
     p = [prompts.REWRITE_UNBIASED.format(bias_type=b, sentence=t) for t, b in zip(chosen["text"], chosen["label"],

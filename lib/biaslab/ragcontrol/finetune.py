@@ -150,7 +150,12 @@ def train(base_dir, rows: pd.DataFrame, out_dir: Path, *, freeze_layers: int, ep
 
 def wise_models(base_dir, fine_tuned: str | Path, merges: Sequence[float], *, device: str
                 ) -> Iterator[tuple[float, object]]:
-    """(m, model) for each WiSE-FT mixing weight, reusing one model object (encode before asking for the next)."""
+    """(m, model) for each WiSE-FT mixing weight, reusing one model object (encode before asking for the next).
+    Tensors the fine-tuning left unchanged (the frozen part of a partial run) are kept bit for bit — the merge's
+    value there, since θ_ft = θ_base — so a merge of a last-k run still shares the base's frozen bottom
+    (:mod:`biaslab.frozen`)."""
+    import torch
+
     from ..models import load_sentence_transformer
     from ..train import interpolate_weights
 
@@ -158,7 +163,8 @@ def wise_models(base_dir, fine_tuned: str | Path, merges: Sequence[float], *, de
                   .state_dict().items()}
     model = load_sentence_transformer(fine_tuned, device)
     ft_state = {k: v.detach().clone() for k, v in transformer(model).state_dict().items()}
+    moved = {k: v for k, v in base_state.items() if not (k in ft_state and torch.equal(ft_state[k], v))}
     for m in merges:
         transformer(model).load_state_dict(ft_state)
-        interpolate_weights(transformer(model), base_state, float(m))
+        interpolate_weights(transformer(model), moved, float(m))
         yield float(m), model

@@ -4,7 +4,9 @@ and Boltzmann sampling, and every fine-tuned run × WiSE-FT merge weight — wit
 and TREC DL re-ranking utility of every setting (see :mod:`.evaluate` for the settings and measures).
 
 Everything costly is done once: the base embedder encodes each task's corpus and the TREC DL candidates once (its
-projection sweep only changes the query vectors), and each fine-tuned embedder encodes them once.
+projection sweep only changes the query vectors), and each fine-tuned embedder encodes them once — a partial run
+(``freeze_layers`` k) and its merges only through their top k layers, on the base's states of the frozen bottom,
+computed once per text (:mod:`biaslab.frozen`; the same embeddings up to float summation order).
 """
 
 from __future__ import annotations
@@ -52,6 +54,23 @@ class Utility:
                              for q, v in b.ndcg_per_query(query_transform).items()], columns=["year", "qid", "ndcg"])
 
 
+def shared_bottom_encoder(bottom, model, *, batch_size: int, normalize: bool = True):
+    """A :class:`biaslab.embed.Encoder` for ``model`` (cached, under the full model's fingerprint) whose cache misses
+    run only ``model``'s top layers on the states of ``bottom`` (a :class:`biaslab.frozen.FrozenBottom`); refuses a
+    model that does not share the bottom."""
+    from ..embed import Encoder
+
+    if not bottom.shares(model):
+        raise ValueError(f"{getattr(model, 'name_or_path', 'this model')}: its embeddings or first {bottom.n_frozen} "
+                         "layers differ from the shared frozen bottom's; encode it in full (biaslab.embed.Encoder)")
+
+    class _TopEncoder(Encoder):
+        def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
+            return bottom.encode(self.model, texts, normalize=self.normalize)
+
+    return _TopEncoder(model, device=str(next(model.parameters()).device), batch_size=batch_size, normalize=normalize)
+
+
 def _projector(direction: np.ndarray, alpha: float):
     return lambda q: control.project(q, direction, alpha)
 
@@ -64,14 +83,30 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
     ``projection`` / ``sampling``: those sections. Returns (retrieved rows, per-setting summary with utility and
     task accuracy, reader subsets {task: [qid]}, nDCG@k per judged query and setting)."""
     from ..embed import Encoder
+    from ..frozen import FrozenBottom
+    from ..models import load_sentence_transformer
 
-    def encoder(model) -> Encoder:
-        enc = Encoder(model, device=device, batch_size=batch_size)
-        enc.model.max_seq_length = max_seq_length
-        return enc
+    def encoder(model, bottom: FrozenBottom | None = None) -> Encoder:
+        model.max_seq_length = max_seq_length
+        if bottom is not None and bottom.shares(model):
+            return shared_bottom_encoder(bottom, model, batch_size=batch_size)
+        return Encoder(model, device=device, batch_size=batch_size)
 
-    base = encoder(base_dir)  # one base embedder for every task, its utility computed once
-    base_util = Utility.of(base, utility_data, utility_k)
+    base = encoder(load_sentence_transformer(base_dir, device))  # one base embedder for every task
+    n_layers = base.n_layers - 1
+    bottoms: dict[int, FrozenBottom] = {}  # per number of frozen layers: the base's states, shared by those runs
+
+    def bottom_for(freeze_layers: int) -> FrozenBottom | None:
+        """Partial runs (the last ``freeze_layers`` layers' MLPs train) and their merges keep the base's bottom
+        n − k layers: their texts run only the top k layers on the base's states (:mod:`biaslab.frozen`)."""
+        if not freeze_layers or freeze_layers >= n_layers:
+            return None
+        n_frozen = n_layers - int(freeze_layers)
+        if n_frozen not in bottoms:
+            bottoms[n_frozen] = FrozenBottom(base.model, n_frozen, batch_size=batch_size)
+        return bottoms[n_frozen]
+
+    base_util = Utility.of(base, utility_data, utility_k)  # computed once
     base_ndcg = base_util.ndcg()
     years = list(utility_data)
     base_per_query = base_util.per_query(years)
@@ -99,8 +134,9 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
         for run, spec in runs.items():
             if spec.task != task:
                 continue
+            bottom = bottom_for(spec.freeze_layers)
             for m, model in finetune.wise_models(base_dir, models_dir / run, merges, device=device):
-                enc = encoder(model)
+                enc = encoder(model, bottom)
                 setting = f"{run}@m={m:g}"
                 rows.append(ev.top1_rows(task, "fine-tune", setting, qids, enc.encode(test["question"].tolist()),
                                          enc.encode(corpus["text"].tolist(), show_progress=True), corpus))

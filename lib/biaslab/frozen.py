@@ -1,0 +1,166 @@
+"""Frozen bottom layers, run once: the output of an encoder's first n transformer layers for a set of texts is
+computed once and every model that shares those layers runs only its own top layers on it.
+
+Two users, one mechanism:
+
+* cscl's partial fine-tuning (``cscl.train.trainable_layers``): the states of the frozen bottom are computed once
+  per text and augmented view, and every training step runs only the trainable top (``biaslab.cscl.train``).
+* ragcontrol's last-k-MLP embedders (``freeze_layers: k``, the public code's partial fine-tuning): embeddings and
+  the first n − k layers keep the base weights, and so do their WiSE-FT merges, so the base model's states after
+  layer n − k serve every one of them (:class:`FrozenBottom`; ``ragcontrol.retrieval.shared_bottom_encoder``). Encoding then costs
+  k / n of a full pass. Sharing is checked, not assumed: a model whose bottom differs from the base in any bit is
+  refused.
+
+The top layers are the model's own ``nn.Module`` layers called with the attention mask transformers builds for
+them (``create_bidirectional_mask``), so the result equals the full forward pass up to floating-point summation
+order (tested: ``tests/test_frozen.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+def run_layers(layers, config, x, mask):
+    """The hidden states after running ``layers`` (encoder layers of one model, with ``config``) on states ``x``
+    [batch, tokens, dim] with ``mask`` [batch, tokens] marking real tokens."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    ext = create_bidirectional_mask(config=config, inputs_embeds=x, attention_mask=mask)
+    for layer in layers:
+        x = layer(x, ext)
+        x = x[0] if isinstance(x, tuple) else x
+    return x
+
+
+def encoder_stack(hf_model):
+    """(embeddings, layers) of a BERT-style encoder (``model.embeddings``, ``model.encoder.layer``)."""
+    try:
+        return hf_model.embeddings, hf_model.encoder.layer
+    except AttributeError:
+        raise ValueError(f"{type(hf_model).__name__} is not a BERT-style encoder (embeddings + encoder.layer): "
+                         "frozen-layer caching supports those only") from None
+
+
+def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequence[str], *, n_frozen: int,
+                  batch_size: int, desc: str | None = None) -> list[np.ndarray]:
+    """Per text, the float32 [real tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
+    ``hf_model`` (eval mode, no gradient). ``tokenize(list_of_texts)`` returns the model's input tensors (ids,
+    attention mask, token types; other entries are ignored) padded for one batch. Texts are batched longest first."""
+    import torch
+
+    from .runtime import progress
+
+    embeddings, layers = encoder_stack(hf_model)
+    device = next(hf_model.parameters()).device
+    was_training = hf_model.training
+    hf_model.eval()
+    order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
+    out: list[np.ndarray | None] = [None] * len(texts)
+    batches = range(0, len(order), batch_size)
+    with torch.inference_mode():
+        for s in progress(batches, desc=desc or f"frozen layers 1-{n_frozen}", disable=len(batches) <= 1):
+            idx = order[s:s + batch_size]
+            enc = {k: v.to(device) for k, v in tokenize([texts[i] for i in idx]).items() if torch.is_tensor(v)}
+            x = embeddings(input_ids=enc["input_ids"], token_type_ids=enc.get("token_type_ids"))
+            x = run_layers(layers[:n_frozen], hf_model.config, x, enc["attention_mask"]).float().cpu().numpy()
+            for j, i in enumerate(idx):
+                out[i] = x[j, : int(enc["attention_mask"][j].sum())]
+    hf_model.train(was_training)
+    return out
+
+
+def pad_states(arrays: Sequence[np.ndarray]):
+    """(x [batch, longest, dim] float32, mask [batch, longest]) torch tensors for per-text states, zero-padded."""
+    import torch
+
+    n = max(len(a) for a in arrays)
+    x = np.zeros((len(arrays), n, arrays[0].shape[1]), np.float32)
+    mask = np.zeros((len(arrays), n), np.int64)
+    for i, a in enumerate(arrays):
+        x[i, : len(a)], mask[i, : len(a)] = a, 1
+    return torch.from_numpy(x), torch.from_numpy(mask)
+
+
+class FrozenBottom:
+    """The states after the first ``n_frozen`` layers of a sentence-transformers ``base`` model, computed once per
+    text (tokenised exactly as the model's own ``encode`` does) and kept in memory, for every model whose
+    embeddings and first ``n_frozen`` layers equal the base's bit for bit (:meth:`shares`)."""
+
+    def __init__(self, base, n_frozen: int, *, batch_size: int):
+        _, layers = encoder_stack(self._hf(base))
+        if not 0 < n_frozen < len(layers):
+            raise ValueError(f"n_frozen must be between 1 and {len(layers) - 1} for a {len(layers)}-layer encoder, "
+                             f"got {n_frozen}")
+        self.base, self.n_frozen, self.batch_size = base, int(n_frozen), batch_size
+        self._reference = {k: v.detach().clone() for k, v in self._bottom(base).items()}
+        self._states: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def _hf(st_model):
+        return st_model[0].auto_model
+
+    def _bottom(self, st_model) -> dict:
+        embeddings, layers = encoder_stack(self._hf(st_model))
+        out = {f"embeddings.{k}": v for k, v in embeddings.state_dict().items()}
+        for i in range(self.n_frozen):
+            out.update({f"layer.{i}.{k}": v for k, v in layers[i].state_dict().items()})
+        return out
+
+    def shares(self, st_model) -> bool:
+        """True when ``st_model``'s embeddings and first ``n_frozen`` layers equal the base's exactly and it
+        tokenises the same way (same maximum length)."""
+        import torch
+
+        if getattr(st_model, "max_seq_length", None) != getattr(self.base, "max_seq_length", None):
+            return False
+        mine = self._bottom(st_model)
+        return mine.keys() == self._reference.keys() and all(
+            torch.equal(mine[k].to("cpu"), self._reference[k].to("cpu")) for k in mine)
+
+    def states(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The bottom's states of ``texts`` (computed for the ones not seen yet)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._states]
+        if missing:
+            computed = bottom_states(self._hf(self.base), self.base.preprocess, missing, n_frozen=self.n_frozen,
+                                     batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}")
+            self._states.update(zip(missing, computed, strict=True))
+        return [self._states[t] for t in texts]
+
+    def encode(self, st_model, texts: Sequence[str], *, normalize: bool) -> np.ndarray:
+        """Sentence embeddings of ``texts`` under ``st_model`` (which must :meth:`share` the bottom): its top layers
+        on the shared states, then its own pooling / normalisation modules."""
+        import torch
+
+        from .runtime import progress
+
+        if not self.shares(st_model):
+            raise ValueError("this model's embeddings or first layers differ from the base's: it cannot reuse the "
+                             "shared frozen states (encode it in full)")
+        hf = self._hf(st_model)
+        _, layers = encoder_stack(hf)
+        device = next(hf.parameters()).device
+        states = self.states(texts)
+        order = np.argsort([-len(s) for s in states], kind="stable")
+        out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
+        was_training = st_model.training
+        st_model.eval()
+        batches = range(0, len(order), self.batch_size)
+        with torch.inference_mode():
+            for s in progress(batches, desc=f"top layers {self.n_frozen + 1}-{len(layers)}", disable=len(batches) <= 1):
+                idx = order[s:s + self.batch_size]
+                x, mask = pad_states([states[i] for i in idx])
+                x, mask = x.to(device), mask.to(device)
+                features = {"token_embeddings": run_layers(layers[self.n_frozen:], hf.config, x, mask),
+                            "attention_mask": mask}
+                for module in list(st_model)[1:]:
+                    features = module(features)
+                emb = features["sentence_embedding"]
+                if normalize:
+                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+                out[idx] = emb.float().cpu().numpy()
+        st_model.train(was_training)
+        return out
+

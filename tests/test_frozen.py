@@ -1,0 +1,79 @@
+"""Shared frozen bottom layers (biaslab.frozen): running a model's top layers on the base's cached states gives the
+full forward pass's embeddings, and a model whose bottom differs is refused."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from biaslab import frozen
+from biaslab.embed import Encoder
+from biaslab.ragcontrol import finetune
+from biaslab.ragcontrol.retrieval import shared_bottom_encoder
+
+from conftest import PARAMS, model_dir
+
+pytestmark = pytest.mark.slow
+
+TEXTS = ["The nurse said she would be late.", "A short one.", "  Leading and trailing spaces are stripped.  ",
+         "word " * 200, "The engineer fixed the bridge before the storm reached the coast."]
+
+
+def _last2_model(base, seed: int):
+    """A copy of ``base`` whose trainable part under the public code's freeze_layers=2 (the last two layers' MLPs)
+    is perturbed, as training would change it."""
+    model = copy.deepcopy(base)
+    finetune.freeze_partial(model, 2)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.05 * torch.randn(p.shape, generator=gen))
+    return model
+
+
+def test_top_layers_on_shared_states_equal_the_full_forward(minilm):
+    base = copy.deepcopy(minilm)
+    base.max_seq_length = 32  # long texts are truncated the same way both ways
+    tuned = _last2_model(base, seed=0)
+    bottom = frozen.FrozenBottom(base, 4, batch_size=2)
+    full = Encoder(tuned, device="cpu", batch_size=2, cache=False).encode(TEXTS)
+    fast = shared_bottom_encoder(bottom, tuned, batch_size=PARAMS.common.batch_size)
+    fast.cache = None  # measure the computation, not the store
+    got = fast.encode(TEXTS)
+    np.testing.assert_allclose(got, full, atol=2e-5)
+    assert not np.allclose(full, Encoder(base, device="cpu", batch_size=2, cache=False).encode(TEXTS), atol=1e-3)
+    assert fast.fingerprint == Encoder(tuned, device="cpu", batch_size=2, cache=False).fingerprint  # one store entry
+    assert len(bottom._states) == len(set(TEXTS))  # each text's bottom computed once
+
+
+def test_a_model_with_a_different_bottom_is_refused(minilm):
+    base = copy.deepcopy(minilm)
+    bottom = frozen.FrozenBottom(base, 4, batch_size=4)
+    assert bottom.shares(_last2_model(base, seed=1))
+    other = copy.deepcopy(base)
+    with torch.no_grad():
+        other[0].auto_model.encoder.layer[1].output.dense.bias[0] += 1e-6
+    assert not bottom.shares(other)
+    with pytest.raises(ValueError, match="differ from the shared frozen bottom"):
+        shared_bottom_encoder(bottom, other, batch_size=4)
+    longer = copy.deepcopy(base)
+    longer.max_seq_length = base.max_seq_length + 1
+    assert not bottom.shares(longer)
+    with pytest.raises(ValueError, match="n_frozen must be between 1 and 5"):
+        frozen.FrozenBottom(base, 6, batch_size=4)
+
+
+def test_wise_ft_merges_of_a_last2_run_keep_the_base_bottom_exactly(tmp_path, minilm):
+    base_dir = model_dir("minilm")
+    tuned = _last2_model(minilm, seed=2)
+    tuned.save(str(tmp_path / "ft"))
+    bottom = frozen.FrozenBottom(minilm, 4, batch_size=4)
+    seen = []
+    for m, model in finetune.wise_models(base_dir, tmp_path / "ft", [0.3, 0.7], device="cpu"):
+        assert bottom.shares(model)  # its frozen tensors kept bit for bit: it can reuse the base's states
+        seen.append((m, model[0].auto_model.encoder.layer[5].output.dense.weight.detach().clone()))
+    assert [m for m, _ in seen] == [0.3, 0.7] and not torch.equal(seen[0][1], seen[1][1])  # the MLPs did merge
