@@ -28,3 +28,24 @@ def test_write_csv_roundtrip(tmp_path):
     df = pd.DataFrame({"x": [1.0, 2.5], "y": ["a", "b"]})
     write_csv(tmp_path / "t.csv", df)
     assert pd.read_csv(tmp_path / "t.csv").equals(df)
+
+
+def test_write_json_writes_missing_values_as_null(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "m.json"
+    write_json(path, {"std": float("nan"), "x": [np.float64("inf"), np.float32(1.5)], "arr": np.array([np.nan, 2.0])})
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {"arr": [None, 2.0], "std": None, "x": [None, 1.5]}
+
+
+def test_atomic_files_get_the_usual_mode(tmp_path):
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        write_json(tmp_path / "m.json", {"a": 1})
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "m.json").stat().st_mode & 0o777 == 0o644

@@ -1,7 +1,7 @@
 """Frozen bottom layers, run once: the output of an encoder's first n transformer layers for a set of texts is
 computed once and every model that shares those layers runs only its own top layers on it.
 
-Two users, one mechanism:
+Three users, one mechanism (and one store, :class:`StateBank`: per text its states in float16, saved as npz):
 
 * cscl's partial fine-tuning (``cscl.train.trainable_layers``): the states of the frozen bottom are computed once
   per text and augmented view, and every training step runs only the trainable top (``biaslab.cscl.train``).
@@ -10,6 +10,9 @@ Two users, one mechanism:
   layer n − k serve every one of them (:class:`FrozenBottom`; ``ragcontrol.retrieval.shared_bottom_encoder``). Encoding then costs
   k / n of a full pass. Sharing is checked, not assumed: a model whose bottom differs from the base in any bit is
   refused.
+* fairrank's cross-encoder re-rankers (``fairrank.train.trainable_layers``): the bottom's states of every
+  query–passage pair (training pairs and the re-ranked BM25 lists) are computed once in the data stage; every
+  ranker of every seed trains and scores with its top layers only (``biaslab.fairrank.train``).
 
 The top layers are the model's own ``nn.Module`` layers called with the attention mask transformers builds for
 them (``create_bidirectional_mask``), so the result equals the full forward pass up to floating-point summation
@@ -45,10 +48,11 @@ def encoder_stack(hf_model):
 
 
 def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequence[str], *, n_frozen: int,
-                  batch_size: int, desc: str | None = None) -> list[np.ndarray]:
+                  batch_size: int, desc: str | None = None, lengths: Sequence[int] | None = None) -> list[np.ndarray]:
     """Per text, the float32 [real tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
     ``hf_model`` (eval mode, no gradient). ``tokenize(list_of_texts)`` returns the model's input tensors (ids,
-    attention mask, token types; other entries are ignored) padded for one batch. Texts are batched longest first."""
+    attention mask, token types; other entries are ignored) padded for one batch. Texts are batched longest first
+    (by ``lengths`` when given — e.g. when ``texts`` are keys that ``tokenize`` maps to query–passage pairs)."""
     import torch
 
     from .runtime import progress
@@ -57,7 +61,8 @@ def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequen
     device = next(hf_model.parameters()).device
     was_training = hf_model.training
     hf_model.eval()
-    order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
+    sizes = [len(t) for t in texts] if lengths is None else list(lengths)
+    order = np.argsort([-n for n in sizes], kind="stable")  # similar lengths share a batch
     out: list[np.ndarray | None] = [None] * len(texts)
     batches = range(0, len(order), batch_size)
     with torch.inference_mode():
@@ -164,3 +169,42 @@ class FrozenBottom:
         st_model.train(was_training)
         return out
 
+
+def save_npz(path, **arrays: np.ndarray) -> None:
+    """``np.savez`` written atomically (a temporary file, then renamed)."""
+    from .io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+class StateBank:
+    """The frozen bottom's output for a set of texts: per text its [tokens, dim] hidden states (real tokens only),
+    stored flat in float16 with offsets. ``n_frozen`` = 0 holds no states (full fine-tuning reads token ids)."""
+
+    def __init__(self, n_frozen: int, texts: Sequence[str] = (), flat: np.ndarray | None = None,
+                 offsets: np.ndarray | None = None):
+        self.n_frozen, self.texts = int(n_frozen), list(texts)
+        self.flat = np.zeros((0, 0), np.float16) if flat is None else flat
+        self.offsets = np.zeros(1, np.int64) if offsets is None else offsets
+        self.index = {t: i for i, t in enumerate(self.texts)}
+
+    def __len__(self):
+        return len(self.texts)
+
+    def get(self, text: str) -> np.ndarray:
+        try:
+            i = self.index[text]
+        except KeyError:
+            raise KeyError(f"no frozen states for {text[:60]!r}: rerun the data stage that saved them (its states "
+                           "file is older than the rows it serves)") from None
+        return self.flat[self.offsets[i]:self.offsets[i + 1]]
+
+    def save(self, path) -> None:
+        save_npz(path, n_frozen=self.n_frozen, texts=np.array(self.texts, dtype=object), flat=self.flat,
+                 offsets=self.offsets)
+
+    @classmethod
+    def load(cls, path) -> StateBank:
+        with np.load(path, allow_pickle=True) as z:
+            return cls(int(z["n_frozen"]), z["texts"].tolist(), z["flat"], z["offsets"])

@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success it replaces ``path``, on error it is removed."""
@@ -25,6 +31,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():  # mkstemp creates 0600; give the result the mode a plain open() would
+            os.chmod(tmp_path, 0o666 & ~_umask())
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
@@ -66,9 +74,31 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN / infinite float (Python or NumPy) replaced by None, containers walked."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    return obj
+
+
 def write_json(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
-    """JSON with sorted keys and a trailing newline, so reruns give byte-identical files."""
-    return write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=_json_default) + "\n")
+    """Strict JSON with sorted keys and a trailing newline, so reruns give byte-identical files. A missing value
+    (NaN, e.g. the std of one seed) or an infinity is written as ``null``: ``NaN`` is not JSON and strict readers
+    (browsers, jq) reject the file."""
+    text = json.dumps(_finite(obj), indent=indent, sort_keys=True, default=_json_default, allow_nan=False)
+    return write_text(path, text + "\n")
 
 
 def write_csv(path: str | os.PathLike, df, *, float_format: str | None = "%.6g", **kwargs: Any) -> Path:

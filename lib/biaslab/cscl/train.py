@@ -38,7 +38,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..frozen import bottom_states, pad_states, run_layers
+from ..frozen import StateBank, bottom_states, pad_states, run_layers, save_npz  # noqa: F401 (re-exported)
+from ..layers import grad_reverse
 from ..losses import cs_infonce_loss, supcon_loss
 from ..runtime import progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
@@ -76,21 +77,6 @@ class Objective:
             raise ValueError(f"cscl objective {self.mode}: temperature must be > 0")
 
 
-def _grad_reverse():
-    import torch
-
-    class GradReverse(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x.view_as(x)
-
-        @staticmethod
-        def backward(ctx, grad):
-            return -grad
-
-    return GradReverse.apply
-
-
 def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective, *, head_hidden: int, seed: int,
                 n_frozen: int = 0):
     """A :class:`FairClassifier` (an ``nn.Module``) on the encoder in ``encoder_dir``; the new layers are
@@ -101,7 +87,7 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
     from torch import nn
     from transformers import AutoModel
 
-    reverse = _grad_reverse()
+    reverse = grad_reverse()
 
     class FairClassifier(nn.Module):
         def __init__(self):
@@ -193,46 +179,6 @@ def frozen_count(encoder_dir, trainable_layers: int | None) -> int:
     if trainable_layers is None:
         return 0
     return check_frozen(n - int(trainable_layers), n)
-
-
-def save_npz(path, **arrays: np.ndarray) -> None:
-    """``np.savez`` written atomically (a temporary file, then renamed)."""
-    from ..io import atomic_path
-
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
-
-
-class StateBank:
-    """The frozen bottom's output for a set of texts: per text its [tokens, dim] hidden states (real tokens only),
-    stored flat in float16 with offsets. ``n_frozen`` = 0 holds no states (full fine-tuning reads token ids)."""
-
-    def __init__(self, n_frozen: int, texts: Sequence[str] = (), flat: np.ndarray | None = None,
-                 offsets: np.ndarray | None = None):
-        self.n_frozen, self.texts = int(n_frozen), list(texts)
-        self.flat = np.zeros((0, 0), np.float16) if flat is None else flat
-        self.offsets = np.zeros(1, np.int64) if offsets is None else offsets
-        self.index = {t: i for i, t in enumerate(self.texts)}
-
-    def __len__(self):
-        return len(self.texts)
-
-    def get(self, text: str) -> np.ndarray:
-        try:
-            i = self.index[text]
-        except KeyError:
-            raise KeyError(f"no frozen states for {text[:60]!r}: rerun the cscl data stage (its states.npz is older "
-                           "than the rows / views)") from None
-        return self.flat[self.offsets[i]:self.offsets[i + 1]]
-
-    def save(self, path) -> None:
-        save_npz(path, n_frozen=self.n_frozen, texts=np.array(self.texts, dtype=object), flat=self.flat,
-                 offsets=self.offsets)
-
-    @classmethod
-    def load(cls, path) -> StateBank:
-        with np.load(path, allow_pickle=True) as z:
-            return cls(int(z["n_frozen"]), z["texts"].tolist(), z["flat"], z["offsets"])
 
 
 def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_length: int, batch_size: int,
