@@ -183,6 +183,13 @@ def write_bias_in_bios(raw: Path) -> None:
          [["He audits firms.", "accountant", "Male"], ["She treats patients at night.", "nurse", "Female"]])
 
 
+def write_msmarco_toy(raw: Path) -> None:
+    root = raw / "msmarco_train_triples_splade_toy"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "triplets_raw.tsv").write_text("what do nurses do\tShe treats patients at night.\tHe writes compilers.\n"
+                                           "who audits firms\tAn accountant audits firms.\tThe river is long.\n")
+
+
 WRITERS = {
     "seat": write_seat, "indibias": write_indibias, "sbic": write_sbic, "bbq": write_bbq,
     "twinviews_13k": write_twinviews, "debiasing_rag_kim2025": write_kim2025,
@@ -190,6 +197,7 @@ WRITERS = {
     "grep_biasir": write_grep, "trec_fair_2022": write_trec_fair, "wikitext2_valid_test": write_wikitext,
     "trecdl_passage_bm25_top100_text": write_trec_dl,
     "jigsaw_identity_term_bias_testsets": write_jigsaw_testsets, "bias_in_bios_samples": write_bias_in_bios,
+    "msmarco_train_triples_splade_toy": write_msmarco_toy,
 }
 
 

@@ -29,6 +29,7 @@ def test_every_reader_accepts_good_fixtures(raw_dir):
     assert counts["indibias"] == {"IndiBias_v1_sample.csv": 2}
     assert counts["seat"] == {"tests": 2}
     assert counts["trec_fair_2022"] == {"selected_topics_22.txt": 100}
+    assert counts["msmarco_train_triples_splade_toy"] == {"triplets_raw.tsv": 2}
 
 
 def test_indibias_columns(raw_dir):

@@ -81,6 +81,7 @@ DATASETS = (
     "trec_fair_2022",
     "wikitext2_valid_test",
     "trecdl_passage_bm25_top100_text", "jigsaw_identity_term_bias_testsets", "bias_in_bios_samples",
+    "msmarco_train_triples_splade_toy",
 )
 DatasetName = Literal[DATASETS]  # type: ignore[valid-type]
 

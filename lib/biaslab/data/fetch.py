@@ -48,6 +48,7 @@ def validators() -> dict[str, Callable[[Path], dict[str, int]]]:
         indibias,
         jigsaw,
         kim2025,
+        msmarco,
         rekabsaz,
         sbic,
         seat,
@@ -65,6 +66,7 @@ def validators() -> dict[str, Callable[[Path], dict[str, int]]]:
         "grep_biasir": grep_biasir.validate, "trec_fair_2022": trec_fair.validate,
         "wikitext2_valid_test": wikitext.validate, "trecdl_passage_bm25_top100_text": trec_dl.validate,
         "jigsaw_identity_term_bias_testsets": jigsaw.validate, "bias_in_bios_samples": biasbios.validate,
+        "msmarco_train_triples_splade_toy": msmarco.validate,
     }
 
 

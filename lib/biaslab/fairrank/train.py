@@ -1,0 +1,364 @@
+"""fairrank's cross-encoder re-rankers (§3.3, §4.2; App. A) and their baselines, trained with the Hugging Face
+``Trainer``.
+
+A ranker is ``AutoModelForSequenceClassification`` with one output on ``[CLS] query [SEP] passage [SEP]`` — the
+OpenMatch cross-encoder the paper uses; its raw output is Φ(q, d) (the ranking score; Algorithm 1's sigmoid is
+monotone and left to the losses: tanh Φ in the pairwise hinge, σ in the pointwise MSE, as the authors' code). The
+model's ``forward`` returns the loss of its :class:`Objective`, so the stock ``Trainer`` (AdamW, linear schedule
+with warm-up, seeds, GPU when present) trains every variant:
+
+* ``pairwise`` — :func:`biaslab.fairrank.losses.pairwise_loss` on (q, d⁺, d⁻) pairs (the base ranker: mode none;
+  the six scenarios: penalty / reward × relevant / irrelevant / both);
+* ``pointwise`` — :func:`biaslab.fairrank.losses.pointwise_loss` on (q, d, y) rows;
+* **AdvBERT** (Rekabsaz et al. 2021; a baseline): the pairwise hinge plus λ_adv · CE of an adversary that predicts
+  the passage's gender class (female- / male-leaning / neither, from the representative words) from the pooled
+  [CLS] state through a gradient-reversal layer;
+* **LWS** (Bigdeli et al. 2022; a baseline) changes the data, not the model: :func:`lws_pairs` swaps a share of
+  each query's negatives for its most gender-biased non-relevant candidates (see there).
+
+**Partial fine-tuning on CPU** (``trainable_layers``; an addition behind a parameter, the paper fine-tunes every
+layer): the bottom layers are frozen and their states for every (query, passage) pair come from the data stage's
+:class:`biaslab.frozen.StateBank`, so each ranker trains and scores with its top layers, the pooler and the head
+only. ``trainable_layers: null`` trains the whole model on token ids (the paper scale).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..frozen import StateBank, bottom_states, pad_states, run_layers
+from ..layers import grad_reverse
+from ..runtime import progress, progress_enabled, seed_everything, select_device
+from ..train import _deterministic_log_callbacks
+from .losses import MODES, TARGETS, pairwise_loss, pointwise_loss
+from .prepare import pair_key
+
+OBJECTIVES = ("pairwise", "pointwise")
+GENDER_CLASSES = ("n", "f", "m")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One ranker's loss: ``objective`` pairwise | pointwise, regularisation ``mode`` none | penalty | reward on
+    ``target``, weight ``lam``, hinge ``margin``; ``adv_lambda`` > 0 adds the AdvBERT adversary (``adv_hidden`` units)."""
+
+    objective: str
+    mode: str
+    target: str
+    lam: float
+    margin: float
+    adv_lambda: float
+    adv_hidden: int
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown ranking objective {self.objective!r}: one of {OBJECTIVES}")
+        if self.mode not in MODES or self.target not in TARGETS:
+            raise ValueError(f"unknown regularisation {self.mode!r} on {self.target!r}: modes {MODES}, targets {TARGETS}")
+        if self.lam < 0 or self.adv_lambda < 0:
+            raise ValueError(f"λ = {self.lam} and λ_adv = {self.adv_lambda} must be >= 0")
+        if self.adv_lambda and (self.objective != "pairwise" or self.adv_hidden <= 0):
+            raise ValueError("the AdvBERT adversary needs the pairwise objective and adv_hidden > 0")
+
+
+def frozen_count(model_dir, trainable_layers: int | None) -> int:
+    """Bottom layers kept frozen for ``trainable_layers`` (None: 0, the whole model trains)."""
+    from transformers import AutoConfig
+
+    n = AutoConfig.from_pretrained(str(model_dir)).num_hidden_layers
+    if trainable_layers is None:
+        return 0
+    if not 0 < trainable_layers <= n:
+        raise ValueError(f"fairrank.train.trainable_layers = {trainable_layers}: the encoder has {n} layers (use 1..{n} "
+                         "or null for all)")
+    return n - int(trainable_layers)
+
+
+def build_ranker(model_dir, objective: Objective, *, n_frozen: int, seed: int):
+    """A cross-encoder ranker (an ``nn.Module``) on the encoder in ``model_dir``; the new head is initialised from
+    ``seed``. With ``n_frozen`` > 0 it reads frozen-bottom states instead of token ids (BERT-style encoders)."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from transformers import AutoModelForSequenceClassification
+
+    reverse = grad_reverse()
+    seed_everything(seed)
+
+    class Ranker(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hf = AutoModelForSequenceClassification.from_pretrained(str(model_dir), num_labels=1)
+            self.config = self.hf.config
+            self.n_frozen = int(n_frozen)
+            self.objective = objective
+            if self.n_frozen:
+                base = self.hf.base_model
+                if not hasattr(base, "encoder") or not hasattr(base, "pooler") or base.pooler is None:
+                    raise ValueError(f"{type(self.hf).__name__}: frozen-layer training needs a BERT-style encoder with "
+                                     "a pooler; set fairrank.train.trainable_layers: null for this backbone")
+                for p in base.embeddings.parameters():
+                    p.requires_grad_(False)
+                for layer in base.encoder.layer[: self.n_frozen]:
+                    for p in layer.parameters():
+                        p.requires_grad_(False)
+            if objective.adv_lambda:
+                dim = self.config.hidden_size
+                self.adversary = nn.Sequential(nn.Linear(dim, objective.adv_hidden), nn.ReLU(),
+                                               nn.Linear(objective.adv_hidden, len(GENDER_CLASSES)))
+
+        def encode(self, x, mask, token_type_ids=None):
+            """(score Φ [batch], pooled [CLS] state) for states ``x`` (frozen bottom) or token ids ``x``."""
+            if self.n_frozen:
+                base = self.hf.base_model
+                h = run_layers(base.encoder.layer[self.n_frozen:], self.config, x, mask)
+                pooled = base.pooler(h)
+                return self.hf.classifier(self.hf.dropout(pooled)).squeeze(-1), pooled
+            out = self.hf(input_ids=x, attention_mask=mask, token_type_ids=token_type_ids, output_hidden_states=True)
+            return out.logits.squeeze(-1), out.hidden_states[-1][:, 0]
+
+        def forward(self, x, mask, term, x_neg=None, mask_neg=None, term_neg=None, labels=None, tt=None,
+                    tt_neg=None, gender=None, gender_neg=None):
+            o = self.objective
+            s, pooled = self.encode(x, mask, tt)
+            if o.objective == "pointwise":
+                return {"loss": pointwise_loss(s, labels, term, mode=o.mode, target=o.target, lam=o.lam), "scores": s}
+            s_neg, pooled_neg = self.encode(x_neg, mask_neg, tt_neg)
+            loss = pairwise_loss(s, s_neg, term, term_neg, mode=o.mode, target=o.target, lam=o.lam, margin=o.margin)
+            if o.adv_lambda:
+                logits = self.adversary(reverse(torch.cat([pooled, pooled_neg])))
+                loss = loss + o.adv_lambda * F.cross_entropy(logits, torch.cat([gender, gender_neg]))
+            return {"loss": loss, "scores": s}
+
+    return Ranker()
+
+
+# ------------------------------------------------------------------------------------------ states
+def pair_states(model_dir, pairs: pd.DataFrame, texts: dict[str, str], *, n_frozen: int, max_length: int,
+                batch_size: int, device: str) -> StateBank:
+    """The frozen bottom's states for every distinct (``qid``, ``query``, ``docid``) row of ``pairs``, keyed by
+    :func:`biaslab.fairrank.prepare.pair_key` (``texts``: docid → passage)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    rows = pairs[["qid", "query", "docid"]].drop_duplicates(["qid", "docid"])
+    keys = [pair_key(q, d) for q, d in zip(rows["qid"], rows["docid"], strict=True)]
+    if not n_frozen:
+        return StateBank(0)
+    lookup = {k: (q, texts[d]) for k, q, d in zip(keys, rows["query"], rows["docid"], strict=True)}
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    model = AutoModel.from_pretrained(str(model_dir)).to(select_device(device))
+
+    def tokenize(batch):
+        qs, ds = zip(*(lookup[k] for k in batch), strict=True)
+        return tok(list(qs), list(ds), truncation="only_second", max_length=max_length, padding=True,
+                   return_tensors="pt")
+
+    parts = bottom_states(model, tokenize, keys, n_frozen=n_frozen, batch_size=batch_size,
+                          lengths=[len(q) + len(d) for q, d in lookup.values()],
+                          desc=f"frozen layers 1-{n_frozen} of {len(keys)} query-passage pairs")
+    offsets = np.cumsum([0, *(len(p) for p in parts)])
+    return StateBank(n_frozen, keys, np.concatenate(parts).astype(np.float16), offsets)
+
+
+# --------------------------------------------------------------------------------------------- data
+class _Inputs:
+    """One (query, passage) pair as the model reads it: frozen states, or token ids when the whole model trains."""
+
+    def __init__(self, tokenizer, bank: StateBank | None, texts: dict[str, str], max_length: int):
+        self.tok, self.bank, self.texts, self.max_length = tokenizer, bank, texts, max_length
+
+    def item(self, qid: str, query: str, docid: str) -> dict:
+        if self.bank is not None and self.bank.n_frozen:
+            return {"states": self.bank.get(pair_key(qid, docid))}
+        enc = self.tok(query, self.texts[docid], truncation="only_second", max_length=self.max_length)
+        return {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+
+    def pad(self, items: list[dict]) -> dict:
+        if "states" in items[0]:
+            x, mask = pad_states([it["states"] for it in items])
+            return {"x": x, "mask": mask}
+        enc = self.tok.pad(items, return_tensors="pt")
+        out = {"x": enc["input_ids"], "mask": enc["attention_mask"]}
+        if "token_type_ids" in enc:
+            out["tt"] = enc["token_type_ids"]
+        return out
+
+
+class _Rows:
+    def __init__(self, items: list[dict]):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def _collate(inputs: _Inputs, objective: str):
+    import torch
+
+    def collate(items):
+        first = inputs.pad([it["first"] for it in items])
+        batch = {"x": first["x"], "mask": first["mask"],
+                 "term": torch.tensor([it["term"] for it in items], dtype=torch.float32)}
+        if "tt" in first:
+            batch["tt"] = first["tt"]
+        if objective == "pointwise":
+            batch["labels"] = torch.tensor([it["label"] for it in items], dtype=torch.float32)
+            return batch
+        second = inputs.pad([it["second"] for it in items])
+        batch.update({"x_neg": second["x"], "mask_neg": second["mask"],
+                      "term_neg": torch.tensor([it["term_neg"] for it in items], dtype=torch.float32)})
+        if "tt" in second:
+            batch["tt_neg"] = second["tt"]
+        if "gender" in items[0]:
+            batch["gender"] = torch.tensor([it["gender"] for it in items])
+            batch["gender_neg"] = torch.tensor([it["gender_neg"] for it in items])
+        return batch
+
+    return collate
+
+
+def gender_class(rep_f: np.ndarray, rep_m: np.ndarray) -> np.ndarray:
+    """AdvBERT's protected label of a passage: 0 neither / balanced, 1 more female, 2 more male representative
+    words."""
+    rep_f, rep_m = np.asarray(rep_f), np.asarray(rep_m)
+    return np.where(rep_f > rep_m, 1, np.where(rep_m > rep_f, 2, 0))
+
+
+def training_items(data: pd.DataFrame, objective: Objective, terms: pd.DataFrame, inputs: _Inputs, *,
+                   psi_mode: str, zeta_pos: str) -> list[dict]:
+    """Model inputs for pairs (``qid, query, pos, neg``) or rows (``qid, query, docid, label``) with each passage's
+    regularisation term: Ψ (``psi_mode`` signed | abs) for the penalty, ζ for the reward (``zeta_pos: one`` fixes
+    ζ(d⁺) = 1, the authors' code), 0 without regularisation."""
+    from .bias import lookup, psi
+
+    t = terms.set_index("docid")
+
+    def term(docids, positive: bool) -> np.ndarray:
+        if objective.mode == "penalty":
+            return psi(lookup(terms, docids, "def_f"), lookup(terms, docids, "def_m"), psi_mode)
+        if objective.mode == "reward":
+            if positive and zeta_pos == "one":
+                return np.ones(len(docids))
+            return lookup(terms, docids, "zeta")
+        return np.zeros(len(docids))
+
+    if objective.objective == "pointwise":
+        docids, labels = data["docid"].tolist(), data["label"].to_numpy()
+        tv = np.where(labels == 1, term(docids, True), term(docids, False))
+        return [{"first": inputs.item(q, qq, d), "term": float(v), "label": int(y)}
+                for q, qq, d, y, v in zip(data["qid"], data["query"], data["docid"], data["label"], tv, strict=True)]
+    tp, tn = term(data["pos"].tolist(), True), term(data["neg"].tolist(), False)
+    items = []
+    gp = gn = None
+    if objective.adv_lambda:
+        gp = gender_class(t.loc[data["pos"], "rep_f"], t.loc[data["pos"], "rep_m"])
+        gn = gender_class(t.loc[data["neg"], "rep_f"], t.loc[data["neg"], "rep_m"])
+    for i, (q, qq, p, n) in enumerate(zip(data["qid"], data["query"], data["pos"], data["neg"], strict=True)):
+        it = {"first": inputs.item(q, qq, p), "second": inputs.item(q, qq, n), "term": float(tp[i]),
+              "term_neg": float(tn[i])}
+        if gp is not None:
+            it.update(gender=int(gp[i]), gender_neg=int(gn[i]))
+        items.append(it)
+    return items
+
+
+def lws_pairs(pairs: pd.DataFrame, candidates: pd.DataFrame, terms: pd.DataFrame, *, share: float,
+              seed: int) -> pd.DataFrame:
+    """LWS (Bigdeli et al., ECIR 2022, "a light-weight strategy for restraining gender biases"): the negatives of a
+    share of each query's pairs are replaced by that query's most gender-biased non-relevant candidates, so the
+    ranker learns to push biased passages down. Our reading of the method (the paper text is not here): bias =
+    |log(f + 1) − log(m + 1)| of the definitional words (ARaB-TF's document magnitude); ``candidates``: ``qid,
+    docid`` of the non-relevant passages a negative may be drawn from; the replaced pairs are chosen at random
+    (``seed``) and their new negatives cycle through the query's candidates by decreasing bias (only passages with
+    bias > 0)."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"fairrank LWS share = {share}: must be in [0, 1]")
+    t = terms.set_index("docid")
+    bias = (np.log(t["def_f"] + 1.0) - np.log(t["def_m"] + 1.0)).abs()
+    cand = candidates.assign(bias=bias.reindex(candidates["docid"]).to_numpy())
+    cand = cand[cand["bias"] > 0].sort_values(["qid", "bias", "docid"], ascending=[True, False, True])
+    pools = {q: g["docid"].tolist() for q, g in cand.groupby("qid")}
+    rng = np.random.default_rng(seed)
+    out = pairs.copy()
+    for qid, idx in out.groupby("qid").groups.items():
+        pool = pools.get(qid)
+        if not pool:
+            continue
+        idx = np.asarray(idx)
+        chosen = rng.permutation(idx)[: round(share * len(idx))]
+        for j, i in enumerate(chosen):
+            out.loc[i, "neg"] = pool[j % len(pool)]
+    return out
+
+
+# ------------------------------------------------------------------------------------------ fitting
+NEW_LAYERS = ("hf.classifier.", "adversary.")  # initialised here, trained at the head learning rate
+
+
+def fit(model, items: list[dict], inputs: _Inputs, *, epochs: int, batch_size: int, learning_rate: float,
+        head_learning_rate: float, warmup: float, seed: int, device: str) -> dict:
+    """Train ``model`` on ``items`` (:func:`training_items`) with its objective: the encoder's trainable layers at
+    ``learning_rate``, the new layers (the scoring head, the adversary) at ``head_learning_rate`` — AdamW in
+    parameter groups under the Trainer's linear schedule. Returns the training log."""
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    seed_everything(seed)
+    device = select_device(device)
+    with tempfile.TemporaryDirectory() as scratch:
+        args = TrainingArguments(
+            output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
+            learning_rate=learning_rate, warmup_steps=float(warmup), seed=seed, data_seed=seed, report_to="none",
+            save_strategy="no", disable_tqdm=not progress_enabled(), use_cpu=device == "cpu",
+            logging_strategy="epoch", dataloader_num_workers=0, remove_unused_columns=False, weight_decay=0.0)
+        params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(
+            [{"params": [p for n, p in params if not n.startswith(NEW_LAYERS)], "lr": learning_rate},
+             {"params": [p for n, p in params if n.startswith(NEW_LAYERS)], "lr": head_learning_rate}],
+            weight_decay=0.0)
+        trainer = Trainer(model=model, args=args, train_dataset=_Rows(items),
+                          data_collator=_collate(inputs, model.objective.objective), optimizers=(optimizer, None))
+        _deterministic_log_callbacks(trainer)
+        result = trainer.train()
+    losses = [round(float(h["loss"]), 6) for h in trainer.state.log_history if "loss" in h]
+    return {"train_loss": float(result.training_loss), "loss_per_epoch": losses}
+
+
+def score(model, rows: pd.DataFrame, inputs: _Inputs, *, batch_size: int) -> np.ndarray:
+    """Φ(q, d) for every ``qid, query, docid`` row (eval mode, no gradient), in row order; longest inputs first."""
+    import torch
+
+    model.eval()
+    device = next(model.parameters()).device
+    items = [inputs.item(q, qq, d) for q, qq, d in zip(rows["qid"], rows["query"], rows["docid"], strict=True)]
+    size = [len(it["states"]) if "states" in it else len(it["input_ids"]) for it in items]
+    order = np.argsort([-n for n in size], kind="stable")
+    out = np.zeros(len(items), np.float32)
+    batches = range(0, len(order), batch_size)
+    with torch.inference_mode():
+        for s in progress(batches, desc="re-ranking", disable=len(batches) <= 1):
+            idx = order[s:s + batch_size]
+            b = inputs.pad([items[i] for i in idx])
+            out[idx] = model.encode(b["x"].to(device), b["mask"].to(device),
+                                    b["tt"].to(device) if "tt" in b else None)[0].float().cpu().numpy()
+    return out
+
+
+def make_inputs(model_dir, bank: StateBank | None, texts: dict[str, str], max_length: int) -> _Inputs:
+    from transformers import AutoTokenizer
+
+    return _Inputs(AutoTokenizer.from_pretrained(str(model_dir)), bank, texts, max_length)
+
+
+def rank_frame(rows: pd.DataFrame, scores: Sequence[float], ranker: str, seed: int) -> pd.DataFrame:
+    """The run of one ranker: ``ranker, seed, qid, docid, score``."""
+    return pd.DataFrame({"ranker": ranker, "seed": seed, "qid": rows["qid"].to_numpy(),
+                         "docid": rows["docid"].to_numpy(), "score": np.asarray(scores, dtype=np.float32)})

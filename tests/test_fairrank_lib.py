@@ -1,0 +1,160 @@
+"""fairrank's losses against a direct computation, the MS MARCO-format readers (bad input named by file and line,
+nothing half written), the training data (disjoint queries, LWS negatives) and the rankers: λ reaches the trainer,
+the penalty moves the weights only through Ψ, the adversary and the sampling change the model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from biaslab.data import msmarco
+from biaslab.data._schema import DataError
+from biaslab.fairrank import losses, prepare
+
+S_POS = torch.tensor([0.3, -0.2, 1.5])
+S_NEG = torch.tensor([0.1, 0.4, -1.0])
+B_POS = torch.tensor([1.0, 0.0, -1.0])
+B_NEG = torch.tensor([-1.0, 1.0, 0.0])
+
+
+def hinge(pos, neg, m=1.0):
+    return float(np.mean([max(0.0, m - p + n) for p, n in zip(pos, neg, strict=True)]))
+
+
+@pytest.mark.parametrize("mode,sign", [("penalty", 1.0), ("reward", -1.0)])
+@pytest.mark.parametrize("target", ["relevant", "irrelevant", "both"])
+def test_pairwise_loss_matches_a_direct_computation(mode, sign, target):
+    lam = 0.7
+    tp, tn = np.tanh(S_POS.numpy()), np.tanh(S_NEG.numpy())
+    pos = tp + (sign * lam * B_POS.numpy() if target in ("relevant", "both") else 0)
+    neg = tn + (sign * lam * B_NEG.numpy() if target in ("irrelevant", "both") else 0)
+    got = float(losses.pairwise_loss(S_POS, S_NEG, B_POS, B_NEG, mode=mode, target=target, lam=lam, margin=1.0))
+    assert got == pytest.approx(hinge(pos, neg))
+
+
+def test_pairwise_without_regulariser_is_eq_12_and_lambda_zero_is_the_same():
+    base = hinge(np.tanh(S_POS.numpy()), np.tanh(S_NEG.numpy()))
+    assert float(losses.pairwise_loss(S_POS, S_NEG, B_POS, B_NEG, mode="none", target="both", lam=0.0, margin=1.0)) == \
+        pytest.approx(base)
+    assert float(losses.pairwise_loss(S_POS, S_NEG, B_POS, B_NEG, mode="penalty", target="both", lam=0.0, margin=1.0)) == \
+        pytest.approx(base)
+
+
+@pytest.mark.parametrize("mode,sign", [("penalty", 1.0), ("reward", -1.0), ("none", 0.0)])
+@pytest.mark.parametrize("target", ["relevant", "irrelevant", "both"])
+def test_pointwise_loss_matches_eqs_29_31(mode, sign, target):
+    s, y, b = torch.tensor([0.5, -1.0, 2.0, 0.0]), torch.tensor([1.0, 0.0, 1.0, 0.0]), torch.tensor([1.0, -1.0, 0.5, 1.0])
+    lam = 2.0
+    want = []
+    for si, yi, bi in zip(s.tolist(), y.tolist(), b.tolist(), strict=True):
+        applies = {"relevant": yi, "irrelevant": 1 - yi, "both": 1.0}[target]
+        z = si + sign * lam * applies * bi
+        want.append((1 / (1 + math.exp(-z)) - yi) ** 2)
+    assert float(losses.pointwise_loss(s, y, b, mode=mode, target=target, lam=lam)) == pytest.approx(np.mean(want))
+
+
+def test_penalty_gradient_reaches_the_scores():
+    s_pos, s_neg = S_POS.clone().requires_grad_(), S_NEG.clone().requires_grad_()
+    losses.pairwise_loss(s_pos, s_neg, B_POS, B_NEG, mode="penalty", target="irrelevant", lam=1.0, margin=1.0).backward()
+    assert s_pos.grad.abs().sum() > 0 and s_neg.grad.abs().sum() > 0
+
+
+def test_bad_loss_arguments():
+    with pytest.raises(ValueError, match="negative"):
+        losses.pairwise_loss(S_POS, S_NEG, B_POS, B_NEG, mode="penalty", target="both", lam=-1.0, margin=1.0)
+    with pytest.raises(ValueError, match="unknown regularisation mode"):
+        losses.pointwise_loss(S_POS, S_POS, B_POS, mode="bonus", target="both", lam=1.0)
+
+
+# ------------------------------------------------------------------------------------------ readers
+def test_msmarco_readers_round_trip(tmp_path):
+    (tmp_path / "collection.tsv").write_text("7\tfirst passage\nD-2\tsecond passage\n", encoding="utf-8")
+    (tmp_path / "queries.tsv").write_text("1\twhat is it\n", encoding="utf-8")
+    (tmp_path / "qrels.txt").write_text("1 0 7 2\n1 0 D-2 0\n", encoding="utf-8")
+    (tmp_path / "triples.tsv").write_text("q\tp\tn\n", encoding="utf-8")
+    assert msmarco.read_collection(tmp_path / "collection.tsv")["docid"].tolist() == ["7", "D-2"]
+    assert msmarco.read_queries(tmp_path / "queries.tsv").iloc[0].tolist() == ["1", "what is it"]
+    assert msmarco.read_qrels(tmp_path / "qrels.txt")["relevance"].tolist() == [2, 0]
+    assert msmarco.read_triples(tmp_path / "triples.tsv").shape == (1, 3)
+    run = pd.DataFrame({"qid": ["1", "1"], "docid": ["7", "D-2"], "score": [0.1, 0.9]})
+    msmarco.write_run(tmp_path / "r.run", run, tag="x")
+    back = msmarco.read_run(tmp_path / "r.run")
+    assert back["docid"].tolist() == ["D-2", "7"] and back["rank"].tolist() == [1, 2]
+
+
+def test_malformed_qrels_line_is_named(tmp_path):
+    p = tmp_path / "qrels.txt"
+    p.write_text("1 0 7 2\n1 0 8\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"qrels.txt: line 2: expected 'qid 0 docid grade'"):
+        msmarco.read_qrels(p)
+
+
+def test_malformed_run_and_bad_tag(tmp_path):
+    p = tmp_path / "r.run"
+    p.write_text("1 Q0 7 1 0.5 tag\n1 Q0 8 two 0.4 tag\n", encoding="utf-8")
+    with pytest.raises(DataError, match="line 2"):
+        msmarco.read_run(p)
+    with pytest.raises(ValueError, match="tag"):
+        msmarco.write_run(tmp_path / "out.run", pd.DataFrame({"qid": ["1"], "docid": ["a"], "score": [1.0]}),
+                          tag="two words")
+    assert not (tmp_path / "out.run").exists()
+
+
+# ------------------------------------------------------------------------------------------ data
+CAND = pd.DataFrame({"qid": ["1"] * 4 + ["2"] * 3, "docid": ["a", "b", "c", "d", "e", "f", "g"], "rank": [1, 2, 3, 4, 1, 2, 3]})
+QRELS = pd.DataFrame({"qid": ["1", "1", "1", "2", "2"], "docid": ["a", "b", "c", "e", "f"], "relevance": [3, 0, 1, 2, 0]})
+TOPICS = pd.DataFrame({"qid": ["1", "2"], "query": ["q one", "q two"]})
+
+
+def test_judged_pairs_and_negatives():
+    judged = prepare.judged_pairs(CAND, QRELS, TOPICS, relevance=2, negatives="judged")
+    assert sorted(zip(judged["pos"], judged["neg"], strict=True)) == [("a", "b"), ("e", "f")]
+    more = prepare.judged_pairs(CAND, QRELS, TOPICS, relevance=2, negatives="judged+unjudged")
+    assert sorted(zip(more["pos"], more["neg"], strict=True)) == [("a", "b"), ("a", "d"), ("e", "f"), ("e", "g")]  # grade 1 is not negative
+    s = prepare.sample_pairs(more, 2, seed=0)
+    assert len(s) == 2 and set(s["qid"]) == {"1", "2"}  # spread over queries
+    with pytest.raises(ValueError, match="disjoint"):
+        prepare.check_disjoint(["1", "3"], ["3"])
+
+
+def test_lws_swaps_negatives_for_the_most_biased_candidates():
+    from biaslab.fairrank import train as ft
+
+    pairs = pd.DataFrame({"qid": ["1"] * 4, "query": ["q"] * 4, "pos": ["a"] * 4, "neg": ["b", "c", "d", "e"]})
+    terms = pd.DataFrame({"docid": list("abcdexy"), "def_f": [0, 0, 0, 0, 0, 3, 1], "def_m": [0, 0, 0, 0, 0, 0, 0]})
+    pool = pd.DataFrame({"qid": ["1", "1"], "docid": ["x", "y"]})
+    out = ft.lws_pairs(pairs, pool, terms, share=0.5, seed=0)
+    assert (out["neg"] != pairs["neg"]).sum() == 2 and set(out["neg"]) & {"x", "y"} == {"x", "y"}
+    assert ft.lws_pairs(pairs, pool, terms, share=0.0, seed=0).equals(pairs)
+
+
+def test_regulariser_acts_only_through_the_active_set():
+    """Eq. 19: Ψ / ζ shift the hinge's margin. While a pair's hinge is active the gradient w.r.t. the scores is the
+    base ranker's (the margin does not enter it), so a regulariser changes training only through the pairs it switches
+    on or off — why the λ sweep can leave rankings unchanged when (nearly) every pair is active."""
+    def grads(mode, lam, b_pos, b_neg, s_pos, s_neg):
+        sp, sn = s_pos.clone().requires_grad_(), s_neg.clone().requires_grad_()
+        losses.pairwise_loss(sp, sn, b_pos, b_neg, mode=mode, target="both", lam=lam, margin=1.0).backward()
+        return sp.grad, sn.grad
+
+    close = (torch.tensor([0.1, -0.2, 0.0]), torch.tensor([0.0, 0.1, 0.2]))  # every pair active, with or without Ψ
+    base = grads("none", 0.0, B_POS, B_NEG, *close)
+    pen = grads("penalty", 0.3, B_POS, B_NEG, *close)
+    assert all(torch.equal(a, b) for a, b in zip(base, pen, strict=True))
+    apart = (torch.tensor([3.0, 3.0, 3.0]), torch.tensor([-3.0, -3.0, -3.0]))  # margin met: inactive pairs ...
+    assert all(g.abs().sum() == 0 for g in grads("none", 0.0, B_POS, B_NEG, *apart))
+    # ... until a penalty on a biased negative (Ψ = +1) widens its margin and switches the second pair back on
+    _g_pos, g_neg = grads("penalty", 1.0, torch.zeros(3), torch.tensor([0.0, 1.0, 0.0]), *apart)
+    assert g_neg[1] > 0 and g_neg[0] == 0 and g_neg[2] == 0
+
+
+def test_ranker_ids_pin_unregularised_families_to_lambda_zero():
+    from biaslab.fairrank.findings import qualified_id, ranker_id
+
+    assert ranker_id("penalty_relevant", 0.5) == "penalty_relevant@0.5"
+    assert qualified_id("minilm", "penalty_relevant", "penalty", 1.0) == "minilm|penalty_relevant@1"
+    assert qualified_id("minilm", "lws", "none", 1.0) == "minilm|lws@0"
