@@ -196,3 +196,17 @@ def test_ragcontrol_readers_are_checked_and_build_their_own_endpoint(monkeypatch
     raw3["ragcontrol"]["readers"] = {}
     with pytest.raises(ParamsError, match="ragcontrol.readers is empty"):
         config.validate(raw3, "x")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda f: f["rankers"]["penalty_relevant"].update(lambdas=[1.0, -0.5]),
+     r"fairrank\.rankers\.penalty_relevant\.lambdas.*\[-0\.5\] are negative"),
+    (lambda f: f["rankers"]["base"].update(lambdas=[1.0]), r"mode none has no regulariser"),
+    (lambda f: f["eval"].update(baselines_figure=["nope"]), r"nope"),
+    (lambda f: f["eval"].update(cutoffs=[10, 500]), r"rerank_depth"),
+])
+def test_fairrank_bad_params_name_the_key(edit, message):
+    raw = fresh()
+    edit(raw["fairrank"])
+    with pytest.raises(ParamsError, match=message):
+        config.validate(raw, "params.yaml")

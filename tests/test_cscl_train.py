@@ -127,7 +127,7 @@ def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tm
     with pytest.raises(ValueError, match="pass the task's StateBank"):
         ct.fit(top, tok, TOY, views=views, epochs=1, batch_size=4, learning_rate=1e-4, head_learning_rate=1e-3, max_length=16, seed=0,
                device="cpu", patience=None)
-    with pytest.raises(KeyError, match="rerun the cscl data stage"):
+    with pytest.raises(KeyError, match="rerun the data stage that saved them"):
         bank.get("a text the data stage never saw")
     with pytest.raises(ValueError, match="trainable_layers must be between 1 and 6"):
         ct.frozen_count(model_dir("minilm"), 7)
