@@ -132,6 +132,19 @@ def test_lws_swaps_negatives_for_the_most_biased_candidates():
     assert ft.lws_pairs(pairs, pool, terms, share=0.0, seed=0).equals(pairs)
 
 
+def test_lws_share_holds_over_queries_with_one_pair_each():
+    # rounding the share per query would swap nothing here (round(0.5 * 1) == 0): the share is over all pairs
+    from biaslab.fairrank import train as ft
+
+    qids = [str(i) for i in range(10)]
+    pairs = pd.DataFrame({"qid": qids, "query": ["q"] * 10, "pos": ["a"] * 10, "neg": ["b"] * 10})
+    terms = pd.DataFrame({"docid": ["a", "b", "x"], "def_f": [0, 0, 2], "def_m": [0, 0, 0]})
+    pool = pd.DataFrame({"qid": qids[:8], "docid": ["x"] * 8})  # queries 8 and 9 have no biased candidate
+    out = ft.lws_pairs(pairs, pool, terms, share=0.5, seed=0)
+    swapped = out["neg"] == "x"
+    assert swapped.sum() == 4 and not swapped.iloc[8:].any()
+
+
 def test_regulariser_acts_only_through_the_active_set():
     """Eq. 19: Ψ / ζ shift the hinge's margin. While a pair's hinge is active the gradient w.r.t. the scores is the
     base ranker's (the margin does not enter it), so a regulariser changes training only through the pairs it switches

@@ -276,9 +276,10 @@ def lws_pairs(pairs: pd.DataFrame, candidates: pd.DataFrame, terms: pd.DataFrame
     share of each query's pairs are replaced by that query's most gender-biased non-relevant candidates, so the
     ranker learns to push biased passages down. Our reading of the method (the paper text is not here): bias =
     |log(f + 1) − log(m + 1)| of the definitional words (ARaB-TF's document magnitude); ``candidates``: ``qid,
-    docid`` of the non-relevant passages a negative may be drawn from; the replaced pairs are chosen at random
-    (``seed``) and their new negatives cycle through the query's candidates by decreasing bias (only passages with
-    bias > 0)."""
+    docid`` of the non-relevant passages a negative may be drawn from. ``share`` of the pairs whose query has such a
+    candidate are chosen at random (``seed``), over all of them at once — not rounded per query, which would swap
+    nothing for queries with one pair — and each query's chosen pairs take its candidates by decreasing bias, cycling
+    (only passages with bias > 0)."""
     if not 0 <= share <= 1:
         raise ValueError(f"fairrank LWS share = {share}: must be in [0, 1]")
     t = terms.set_index("docid")
@@ -286,15 +287,13 @@ def lws_pairs(pairs: pd.DataFrame, candidates: pd.DataFrame, terms: pd.DataFrame
     cand = candidates.assign(bias=bias.reindex(candidates["docid"]).to_numpy())
     cand = cand[cand["bias"] > 0].sort_values(["qid", "bias", "docid"], ascending=[True, False, True])
     pools = {q: g["docid"].tolist() for q, g in cand.groupby("qid")}
-    rng = np.random.default_rng(seed)
     out = pairs.copy()
-    for qid, idx in out.groupby("qid").groups.items():
-        pool = pools.get(qid)
-        if not pool:
-            continue
-        idx = np.asarray(idx)
-        chosen = rng.permutation(idx)[: round(share * len(idx))]
-        for j, i in enumerate(chosen):
+    eligible = out.index[out["qid"].isin(pools.keys())].to_numpy()
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.permutation(eligible)[: round(share * len(eligible))])
+    for qid, idx in out.loc[chosen].groupby("qid").groups.items():
+        pool = pools[qid]
+        for j, i in enumerate(idx):
             out.loc[i, "neg"] = pool[j % len(pool)]
     return out
 
