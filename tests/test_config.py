@@ -210,3 +210,18 @@ def test_fairrank_bad_params_name_the_key(edit, message):
     edit(raw["fairrank"])
     with pytest.raises(ParamsError, match=message):
         config.validate(raw, "params.yaml")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda c: c["sensitivity"].update(task="madlibs_race"), r"cscl\.sensitivity\.task 'madlibs_race' is not in"),
+    (lambda c: c["sensitivity"].update(method="one_stage"), r"must name a method of mode contrastive"),
+    (lambda c: c["sensitivity"].update(lambdas=[0.0, 3.0]), r"cscl\.sensitivity\.lambdas \[0\.0, 3\.0\]"),
+    (lambda c: c["sensitivity"].update(seed_subset=[99]), r"subset of cscl\.seeds"),
+    (lambda c: c["sensitivity"].update(temperatures=[0.0]), r"every τ must be > 0"),
+    (lambda c: c["train"].update(grad_cache_chunk=-1), r"grad_cache_chunk"),
+])
+def test_cscl_bad_params_name_the_key(edit, message):
+    raw = fresh()
+    edit(raw["cscl"])
+    with pytest.raises(ParamsError, match=message):
+        config.validate(raw, "params.yaml")

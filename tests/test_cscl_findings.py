@@ -84,3 +84,56 @@ def test_fast_f1_equals_sklearn():
     y, p = rng.integers(0, 2, 60), rng.integers(0, 2, 60)
     assert abs(findings.fast_f1(y, p, pos_label=1) - f1_score(y, p, zero_division=0)) < 1e-12
     assert findings.fast_f1(np.zeros(5, int), np.zeros(5, int), pos_label=1) == 0.0  # no positive anywhere
+
+
+def _sens_preds(p):
+    """A sensitivity stage's predictions: variant 'τ=0.5' as fair as the default at λ = 5, 'batch=64' unfair at both
+    λ (its λ makes no difference)."""
+    two = p[(p["method"] == "two_stage") & (p["seed"] == 0)]
+    fair_tau = two.assign(variant="τ=0.5")
+    unfair = two[two["value"] == 0.0]
+    flat = pd.concat([unfair, unfair.assign(value=5.0)]).assign(variant="batch=64")
+    return pd.concat([fair_tau, flat], ignore_index=True)
+
+
+def test_sensitivity_claims_per_variant():
+    p = preds()
+    frame = findings.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[0.0, 5.0], seeds=[0],
+                                       default="default")
+    assert list(dict.fromkeys(frame["variant"])) == ["default", "τ=0.5", "batch=64"]
+    got = {c.claim: c for c in findings.sensitivity_claims(frame, task="t", default="default", f1_bound=0.05,
+                                                            degenerate_share=0.99, rounds=200, confidence=0.95,
+                                                            seed=0)}
+    assert len(got) == 5
+    assert got["t: two-stage CL, default: λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
+    assert got["t: two-stage CL, τ=0.5: λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
+    flat = got["t: two-stage CL, batch=64: λ = 5 lowers ΔEO vs λ = 0"]
+    assert flat.our_value == 0 and flat.verdict == "inconclusive"
+    assert got["t: two-stage CL, τ=0.5, λ = 5: F1 stays within −0.05 of the default setting's"].verdict == "reproduced"
+    # the unfair variant is also less accurate than the default at λ = 5 by more than the bound
+    assert got["t: two-stage CL, batch=64, λ = 5: F1 stays within −0.05 of the default setting's"].verdict == \
+        "contradicted"
+    table = findings.sensitivity_results(frame, rounds=50, confidence=0.95, seed=0)
+    assert len(table) == 6 and (table["eo_gap_ci_low"] <= table["eo_gap"]).all()
+    assert (table["eo_gap"] <= table["eo_gap_ci_high"]).all() and (table["seeds"] == 1).all()
+    # the default setting's runs must exist in the main stage's predictions
+    import pytest
+
+    with pytest.raises(ValueError, match=r"lack two_stage on t at \(λ, seed\) \[\(5.0, 7\)"):
+        findings.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[5.0], seeds=[7],
+                                   default="default")
+
+
+def test_sensitivity_variants_vary_one_knob_at_a_time():
+    from biaslab import config
+    from biaslab.cscl import experiment
+
+    C = config.load_params(sections=["cscl"]).cscl
+    method, train = C.methods["two_stage"], C.train.model_copy(update={"batch_size": 32, "grad_cache_chunk": 0})
+    method = method.model_copy(update={"temperature": 0.1})
+    got = experiment.sensitivity_variants(method, train, temperatures=[0.1, 0.5], batch_sizes=[32, 16, 256],
+                                          grad_cache_chunk=32)
+    assert [g[0] for g in got] == ["τ=0.5", "batch=16", "batch=256"]  # the default values are not repeated
+    assert got[0][1].temperature == 0.5 and got[0][2].batch_size == 32
+    assert got[1][2].grad_cache_chunk == 0 and got[2][2].grad_cache_chunk == 32 and got[2][1].temperature == 0.1
+    assert experiment.default_label(method, train.batch_size) == "default (τ=0.1, batch=32)"

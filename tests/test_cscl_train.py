@@ -28,7 +28,7 @@ def tokenizer():
 
 
 def model(obj):
-    return ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0)
+    return ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, grad_cache_chunk=0)
 
 
 def test_ce_learns_the_toy_task_and_is_seeded():
@@ -112,14 +112,14 @@ def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tm
     bank = ct.StateBank.load(tmp_path / "states.npz")
     assert len(bank) == 16 and bank.get(texts[0]).shape[1] == 384
     full = model(ct.Objective("ce"))
-    top = ct.build_model(model_dir("minilm"), 2, 2, ct.Objective("ce"), head_hidden=16, seed=0, n_frozen=5)
+    top = ct.build_model(model_dir("minilm"), 2, 2, ct.Objective("ce"), head_hidden=16, seed=0, n_frozen=5, grad_cache_chunk=0)
     # same pooled features as the whole encoder (up to the float16 storage of the frozen states)
     f_full = ct.encode(full, tok, texts, max_length=16, batch_size=4)
     f_top = ct.encode(top, tok, texts, max_length=16, batch_size=4, bank=bank)
     assert np.abs(f_full - f_top).max() < 2e-2 and sum(p.numel() for p in top.parameters()) < 3e6
     before = {k: v.clone() for k, v in top.state_dict().items()}
     obj = ct.Objective("one_stage", lam=1.0, gamma=0.3, temperature=0.5)
-    top = ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, n_frozen=5)
+    top = ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, n_frozen=5, grad_cache_chunk=0)
     log = ct.fit(top, tok, TOY, val=TOY.iloc[:4], val_views=views[:4], patience=1, views=views, bank=bank,
                  epochs=2, batch_size=4, learning_rate=5e-4, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu")
     assert np.isfinite(log["train_loss"])
@@ -132,3 +132,33 @@ def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tm
     with pytest.raises(ValueError, match="trainable_layers must be between 1 and 6"):
         ct.frozen_count(model_dir("minilm"), 7)
     assert ct.frozen_count(model_dir("minilm"), None) == 0 and ct.frozen_count(model_dir("minilm"), 1) == 5
+
+
+@pytest.mark.parametrize("obj", [ct.Objective("one_stage", lam=2.0, gamma=0.3, temperature=0.5),
+                                 ct.Objective("adversarial", lam=0.5, n_adversaries=3, lam_diff=10.0, adv_hidden=8)])
+def test_gradient_caching_gives_the_whole_batchs_gradient(obj):
+    """cscl.train.grad_cache_chunk (the paper's gradient cache, §4.1): chunks of 3 examples, the same loss and the same
+    gradient on every parameter — encoder, head, discriminators — as the whole batch at once (dropout off so the
+    two ways draw no random masks)."""
+    import torch
+
+    tok = tokenizer()
+    enc = tok(TOY["text"].tolist(), padding=True, return_tensors="pt")
+    enc2 = tok([t.upper() for t in TOY["text"]], padding=True, return_tensors="pt")
+    y, a = torch.tensor(TOY["y"].to_numpy()), torch.tensor(TOY["a"].to_numpy())
+    grads = []
+    for chunk in (0, 3):
+        m = ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, grad_cache_chunk=chunk).train()
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.Dropout):
+                mod.p = 0.0
+        out = m(enc["input_ids"], enc["attention_mask"], y, a, x_2=enc2["input_ids"], mask_2=enc2["attention_mask"])
+        (0.5 * out["loss"]).backward()
+        grads.append({n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None})
+        grads[-1]["loss"] = out["loss"].detach()
+    assert grads[0].keys() == grads[1].keys() and any(k.startswith(("head.", "adversaries.")) for k in grads[0])
+    assert any(k.startswith("encoder.") for k in grads[0])
+    for k in grads[0]:
+        torch.testing.assert_close(grads[1][k], grads[0][k], rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="cscl.train.grad_cache_chunk"):
+        ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, grad_cache_chunk=-1)

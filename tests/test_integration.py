@@ -79,6 +79,9 @@ def pipeline(tmp_path_factory):
                      "adversarial": {**cs["methods"]["adversarial"], "grid": [1.0]},
                      "diverse_adversarial": {**cs["methods"]["diverse_adversarial"], "grid": [1.0]},
                      "inlp": {**cs["methods"]["inlp"], "grid": [2]}}
+    # one τ and one batch variant; the 8-example batch runs under gradient caching in chunks of 3
+    cs["sensitivity"].update(task="sbic_race", lambdas=[0.0, 1.0], temperatures=[0.5], batch_sizes=[8],
+                             cache_chunk=3, seed_subset=[1])
     fr = params["fairrank"]
     fr.update(seeds=[0, 1])
     fr["data"].update(max_pairs=24, rerank_depth=20)
@@ -248,6 +251,14 @@ def test_cscl_outputs_are_sane(pipeline):
     assert (root / "reports/cscl/results/fig_tradeoff_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
     preds = pd.read_parquet(root / "data/processed/cscl/predictions/seed1.parquet")
     assert len(preds) == 8 * int(sizes.loc["test", "rows"])  # one prediction per test row and setting
+    # RQ3: the default setting (from the main runs) and the two variants, each at λ 0 and 1
+    sens = pd.read_csv(root / "reports/cscl/results/sensitivity.csv")
+    assert len(sens) == 6 and set(sens["value"]) == {0.0, 1.0} and (sens["seeds"] == 1).all()
+    assert {"τ=0.5", "batch=8"} <= set(sens["variant"]) and sens[["f1", "eo_gap"]].notna().all().all()
+    assert (claims["paper_section"] == "§4.2 RQ3, Fig. 4").sum() == 5  # 3 ΔEO directions + 2 F1 non-inferiority
+    trained = pd.read_csv(root / "reports/cscl/train/sensitivity.csv")
+    assert len(trained) == 4  # the default is not retrained
+    assert (root / "reports/cscl/results/fig_sensitivity_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):

@@ -46,6 +46,7 @@ head_epochs = ...  # cscl.train.head_epochs
 head_learning_rate = ...  # cscl.train.head_learning_rate
 max_length = ...  # cscl.train.max_length
 trainable_layers = ...  # cscl.train.trainable_layers
+grad_cache_chunk = ...  # cscl.train.grad_cache_chunk
 methods = ...  # cscl.methods
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder

@@ -54,6 +54,9 @@ class CsclTrain(Section):
     # top encoder layers fine-tuned; the frozen bottom runs once per text in the data stage (a CPU addition;
     # null = every layer, the paper)
     trainable_layers: int | None = Field(gt=0)
+    # examples encoded at a time under gradient caching (biaslab.gradcache; the paper's large contrastive batches on
+    # limited memory, §4.1): the same loss and gradient, one chunk's activations in memory; 0 = whole batch at once
+    grad_cache_chunk: int = Field(ge=0)
 
 
 class CsclMethod(Section):
@@ -101,6 +104,34 @@ class CsclEmbeddingPlot(Section):
     probe_folds: int = Field(ge=2)
 
 
+class CsclSensitivity(Section):
+    """§4.2 RQ3, Fig. 4 (biasbios; Fig. 9 jigsaw): two-stage CL at λ ∈ {0, 5} with one hyper-parameter varied at a
+    time — τ ∈ {0.1, 0.5, 1, 2}, pre-training batch ∈ {32, 64, 128, 256}. The augmentation axis (EDA, back-translation,
+    contextual-LM insert / substitute) is not varied: only EDA is available offline (``biaslab.cscl.augment``)."""
+
+    task: Task  # the task varied (must be in cscl.tasks; paper: biasbios, jigsaw in the appendix)
+    method: str  # a contrastive method of cscl.methods (two-stage CL)
+    lambdas: list[float]  # λ values trained per variant (paper 0 and 5; each must be in the method's grid)
+    temperatures: list[float]  # τ variants (the method's own τ is the default and is not retrained)
+    batch_sizes: list[int]  # pre-training batch variants (cscl.train.batch_size is the default)
+    cache_chunk: int = Field(ge=0)  # batches larger than this are encoded under gradient caching (0 = never)
+    seed_subset: list[int]  # a subset of cscl.seeds (the default setting's runs come from the main stage)
+
+    @field_validator("temperatures")
+    @classmethod
+    def _tau(cls, v: list[float]) -> list[float]:
+        if any(t <= 0 for t in v):
+            raise ValueError(f"cscl.sensitivity.temperatures {v}: every τ must be > 0")
+        return v
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _bsz(cls, v: list[int]) -> list[int]:
+        if any(b < 2 for b in v):
+            raise ValueError(f"cscl.sensitivity.batch_sizes {v}: contrastive batches need at least 2 examples")
+        return v
+
+
 class CsclClaims(Section):
     """Bounds the claim checks use (``biaslab.cscl.findings``)."""
 
@@ -121,6 +152,7 @@ class Cscl(Section):
     train: CsclTrain
     methods: dict[str, CsclMethod]
     embedding_plot: CsclEmbeddingPlot
+    sensitivity: CsclSensitivity
     claims: CsclClaims
 
     @model_validator(mode="after")
@@ -130,6 +162,20 @@ class Cscl(Section):
         unknown = [m for m in self.embedding_plot.panels if m not in self.methods]
         if unknown:
             raise ValueError(f"cscl.embedding_plot.panels {unknown} are not in cscl.methods ({list(self.methods)})")
+        S = self.sensitivity
+        if S.task not in self.tasks:
+            raise ValueError(f"cscl.sensitivity.task {S.task!r} is not in cscl.tasks ({self.tasks})")
+        if S.method not in self.methods or self.methods[S.method].mode != "contrastive":
+            raise ValueError(f"cscl.sensitivity.method {S.method!r} must name a method of mode contrastive in "
+                             f"cscl.methods ({list(self.methods)})")
+        off_grid = [x for x in S.lambdas if x not in self.methods[S.method].grid]
+        if off_grid or not S.lambdas:
+            raise ValueError(f"cscl.sensitivity.lambdas {S.lambdas} must be non-empty values of "
+                             f"cscl.methods.{S.method}.grid {self.methods[S.method].grid} (their default runs are the "
+                             "main stage's)")
+        extra = [s for s in S.seed_subset if s not in self.seeds]
+        if extra or not S.seed_subset:
+            raise ValueError(f"cscl.sensitivity.seed_subset {S.seed_subset} must be a non-empty subset of cscl.seeds {self.seeds}")
         full = [t for t in self.tasks if t in ("jigsaw_race", "biasbios_full") and t not in self.full_data]
         if full:
             raise ValueError(f"cscl.tasks {full} read the paper's full data: add their files to cscl.full_data")

@@ -48,7 +48,8 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     n_classes, n_groups = int(rows["y"].max()) + 1, int(rows["a"].max()) + 1
     tok = AutoTokenizer.from_pretrained(str(encoder_dir))
     model = ct.build_model(encoder_dir, n_classes, n_groups, objective(method, value),
-                           head_hidden=train.head_hidden, seed=seed, n_frozen=bank.n_frozen)
+                           head_hidden=train.head_hidden, seed=seed, n_frozen=bank.n_frozen,
+                           grad_cache_chunk=train.grad_cache_chunk)
     two_stage = method.mode == "contrastive"
     log = ct.fit(model, tok, tr, val=va, views=[list(views[t]) for t in tr["text"]],
                  val_views=[list(views[t]) for t in va["text"]],
@@ -110,3 +111,30 @@ def load_features(path) -> dict[str, np.ndarray]:
 def top_prediction_share(pred: np.ndarray) -> float:
     """Share of rows given the most frequent predicted class (1.0 = a constant classifier)."""
     return float(np.unique(pred, return_counts=True)[1].max() / len(pred)) if len(pred) else float("nan")
+
+
+def sensitivity_variants(method, train, *, temperatures: Sequence[float], batch_sizes: Sequence[int],
+                         grad_cache_chunk: int) -> list[tuple[str, object, object]]:
+    """The one-at-a-time variations of §4.2 RQ3 (Fig. 4) around the default setting: each τ in ``temperatures`` with
+    the default batch, each batch size in ``batch_sizes`` with the default τ. Returns (label, method, train)
+    triples — the method and ``cscl.train`` sections with the varied value replaced. Batches above
+    ``grad_cache_chunk`` (> 0) are encoded under gradient caching, as the paper trains its 128- and 256-example
+    batches; the default itself is not repeated (its runs are the main stage's)."""
+    if method.mode != "contrastive":
+        raise ValueError(f"the sensitivity study varies two-stage CL (mode contrastive), got mode {method.mode!r}: "
+                         "set cscl.sensitivity.method to a contrastive method")
+    out = []
+    for t in temperatures:
+        if t != method.temperature:
+            out.append((f"τ={t:g}", method.model_copy(update={"temperature": float(t)}), train))
+    for b in batch_sizes:
+        if b != train.batch_size:
+            chunk = grad_cache_chunk if 0 < grad_cache_chunk < b else 0
+            out.append((f"batch={b}", method, train.model_copy(update={"batch_size": int(b), "grad_cache_chunk": chunk})))
+    return out
+
+
+def default_label(method, batch_size: int) -> str:
+    """The label of the main stage's setting (``method``'s τ, ``cscl.train.batch_size``) in the sensitivity table and
+    figure."""
+    return f"default (τ={method.temperature:g}, batch={batch_size})"

@@ -262,3 +262,99 @@ def embedding_figure(panels: list[tuple[str, np.ndarray]], rows: pd.DataFrame, t
     fig.suptitle(f"{task}: t-SNE of test-set encoder features (colour = task label)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def sensitivity_frame(main_preds: pd.DataFrame, sens_preds: pd.DataFrame, *, task: str, method: str,
+                      lambdas, seeds, default: str) -> pd.DataFrame:
+    """The test predictions of RQ3's study (§4.2, Fig. 4) in one frame with a ``variant`` column: the main stage's
+    runs of ``method`` on ``task`` at ``lambdas`` and ``seeds`` as the ``default`` variant, then every varied
+    setting of the sensitivity stage. Fails naming what is missing when a default run is absent."""
+    base = main_preds[(main_preds["task"] == task) & (main_preds["method"] == method)
+                      & main_preds["value"].isin(list(lambdas)) & main_preds["seed"].isin(list(seeds))]
+    have = set(zip(base["value"], base["seed"], strict=True))
+    missing = [(v, s) for v in lambdas for s in seeds if (v, s) not in have]
+    if missing:
+        raise ValueError(f"the main cscl_train runs lack {method} on {task} at (λ, seed) {missing}: the sensitivity "
+                         "study's default setting is read from them (cscl.sensitivity.lambdas / seeds must be in "
+                         "cscl.methods grid / cscl.seeds)")
+    cols = ["task", "method", "variant", "value", "seed", "row", "y", "a", "pred"]
+    return pd.concat([base.assign(variant=default)[cols], sens_preds[cols]], ignore_index=True)
+
+
+def sensitivity_results(frame: pd.DataFrame, *, rounds: int, confidence: float, seed: int) -> pd.DataFrame:
+    """Per (variant, λ): F1 and ΔEO (mean over seeds) with percentile bootstrap intervals over the test rows."""
+    out = []
+    for (variant, value), g in frame.groupby(["variant", "value"], sort=False):
+        s = _Setting(g)
+        row = {"variant": variant, "value": value, "seeds": s.pred.shape[1], "min_top_pred_share": s.constant_share()}
+        for metric in ("f1", "eo_gap"):
+            est = stats.ci_statistic(len(s.y), lambda ix, s=s, metric=metric: s.metric(metric, ix), rounds=rounds,
+                                     confidence=confidence, seed=seed)
+            row |= {metric: est.value, f"{metric}_ci_low": est.ci_low, f"{metric}_ci_high": est.ci_high}
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound: float, degenerate_share: float,
+                       rounds: int, confidence: float, seed: int) -> list[cl.Claim]:
+    """RQ3 (§4.2, Fig. 4): "two-stage CL is stable under a wide range of parameter settings: the equalized odds gaps
+    are consistently decreasing when λ = 5 and the F1 scores are relatively high". Per variant: ΔEO at the largest λ
+    minus ΔEO at λ = 0 (paired over the test rows, expected < 0), and F1 at the largest λ against the default
+    setting's (non-inferiority within −``f1_bound``). Constant classifiers make a claim inconclusive, as in
+    :func:`claims`."""
+    sets = {(v, lam): _Setting(g) for (v, lam), g in frame.groupby(["variant", "value"], sort=False)}
+    top, zero = max(frame["value"]), 0.0
+    n = len(next(iter(sets.values())).y)
+    kw = {"rounds": rounds, "confidence": confidence, "seed": seed}
+    out, uses = [], []
+    for variant in dict.fromkeys(frame["variant"]):
+        hi, lo = (variant, top), (variant, zero)
+        if lo not in sets or hi not in sets or top == zero:
+            continue
+        est = stats.paired_statistic(n, lambda ix, hi=hi: sets[hi].metric("eo_gap", ix),
+                                     lambda ix, lo=lo: sets[lo].metric("eo_gap", ix), **kw)
+        out.append(cl.direction(f"{task}: two-stage CL, {variant}: λ = {top:g} lowers ΔEO vs λ = 0",
+                                "§4.2 RQ3, Fig. 4", "ΔEO consistently decreasing with λ = 5", est, expected="less"))
+        uses.append((hi, lo))
+        if variant != default and (default, top) in sets:
+            d = (default, top)
+            est = stats.paired_statistic(n, lambda ix, hi=hi: sets[hi].metric("f1", ix),
+                                         lambda ix, d=d: sets[d].metric("f1", ix), **kw)
+            out.append(cl.direction(f"{task}: two-stage CL, {variant}, λ = {top:g}: F1 stays within −{f1_bound:g} of "
+                                    "the default setting's", "§4.2 RQ3, Fig. 4", "F1 relatively high", est,
+                                    expected="greater", null=-f1_bound))
+            uses.append((hi, d))
+    constant = {k for k, s in sets.items() if s.constant_share() >= degenerate_share}
+    guarded = []
+    for c, used in zip(out, uses, strict=True):
+        bad = [k for k in used if k in constant]
+        if bad:
+            names = ", ".join(f"{v} λ={lam:g}" for v, lam in bad)
+            c = replace(c, verdict="inconclusive", rule=f"{c.rule}; inconclusive: {names} predicts one class for ≥ "
+                        f"{degenerate_share:.0%} of the test rows in every seed")
+        guarded.append(c)
+    return guarded
+
+
+def sensitivity_figure(results: pd.DataFrame, task: str):
+    """Fig. 4's layout: F1 and ΔEO of two-stage CL per setting, one bar per λ, 95 % bootstrap intervals."""
+    import matplotlib.pyplot as plt
+
+    variants = list(dict.fromkeys(results["variant"]))
+    lambdas = sorted(results["value"].unique())
+    width = 0.8 / len(lambdas)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, metric, label in ((axes[0], "f1", "F1"), (axes[1], "eo_gap", "ΔEO (lower is fairer)")):
+        for k, lam in enumerate(lambdas):
+            g = results[results["value"] == lam].set_index("variant").reindex(variants)
+            x = np.arange(len(variants)) + (k - (len(lambdas) - 1) / 2) * width
+            err = np.vstack([g[metric] - g[f"{metric}_ci_low"], g[f"{metric}_ci_high"] - g[metric]])
+            ax.bar(x, g[metric], width, yerr=err, capsize=2, label=f"λ = {lam:g}")
+        ax.set_xticks(np.arange(len(variants)), variants, rotation=30, ha="right", fontsize=8)
+        ax.set(ylabel=label)
+    axes[1].legend(fontsize=8)
+    seeds = int(results["seeds"].max())
+    fig.suptitle(f"{task}: two-stage CL at λ = 0 and λ = {max(lambdas):g} with τ or the pre-training batch varied "
+                 f"(mean of {seeds} seed{'s' if seeds > 1 else ''}, 95 % bootstrap CI over test rows)", fontsize=9)
+    fig.tight_layout()
+    return fig

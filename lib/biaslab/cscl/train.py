@@ -39,6 +39,7 @@ from itertools import pairwise
 import numpy as np
 
 from ..frozen import StateBank, bottom_states, pad_states, run_layers, save_npz  # noqa: F401 (re-exported)
+from ..gradcache import grad_cached_loss
 from ..layers import grad_reverse
 from ..losses import cs_infonce_loss, supcon_loss
 from ..runtime import progress_enabled, seed_everything, select_device
@@ -78,10 +79,13 @@ class Objective:
 
 
 def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective, *, head_hidden: int, seed: int,
-                n_frozen: int = 0):
+                grad_cache_chunk: int, n_frozen: int = 0):
     """A :class:`FairClassifier` (an ``nn.Module``) on the encoder in ``encoder_dir``; the new layers are
     initialised from ``seed``. ``n_frozen`` > 0: only the layers above the first ``n_frozen`` are kept and trained;
-    the model then reads the frozen layers' output (a :class:`StateBank`) instead of token ids."""
+    the model then reads the frozen layers' output (a :class:`StateBank`) instead of token ids. ``grad_cache_chunk``
+    > 0: training batches are encoded that many examples at a time with gradient caching
+    (:func:`biaslab.gradcache.grad_cached_loss`; the same loss and gradient, the memory of one chunk) — how the paper
+    reaches contrastive batches of 256 (§4.1); 0 = the whole batch at once."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -103,6 +107,10 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             self.head = mlp_head(dim, head_hidden, n_classes)
             self.objective = objective
             self.n_classes, self.n_groups = n_classes, n_groups
+            if grad_cache_chunk < 0:
+                raise ValueError(f"grad_cache_chunk = {grad_cache_chunk}: use 0 (off) or a chunk size >= 1 "
+                                 "(cscl.train.grad_cache_chunk)")
+            self.grad_cache_chunk = int(grad_cache_chunk)
             if objective.mode == "adversarial":
                 self.adversaries = nn.ModuleList(
                     nn.ModuleDict({"hidden": nn.Sequential(nn.Linear(dim + n_classes, objective.adv_hidden), nn.ReLU()),
@@ -121,18 +129,31 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
 
         def forward(self, x, mask, labels=None, groups=None, x_2=None, mask_2=None):
             o = self.objective
-            z1 = self.pool(x, mask)
-            logits = self.head(z1)
             if labels is None:
-                return {"logits": logits}
+                return {"logits": self.head(self.pool(x, mask))}
+            views = [(x, mask)]
+            if o.mode in ("contrastive", "one_stage"):
+                if x_2 is None:
+                    raise ValueError(f"the {o.mode} objective needs a second view of every example (x_2)")
+                views.append((x_2, mask_2))
+            if self.grad_cache_chunk and self.training and torch.is_grad_enabled():
+                new = [p for n, p in self.named_parameters() if not n.startswith(("encoder.", "layers."))]
+                loss, logits = grad_cached_loss(self.pool, views, lambda reps: self.objective_loss(reps, labels, groups),
+                                                chunk_size=self.grad_cache_chunk, loss_params=new)
+            else:
+                loss, logits = self.objective_loss([self.pool(*v) for v in views], labels, groups)
+            return {"loss": loss, "logits": logits}
+
+        def objective_loss(self, reps, labels, groups):
+            """(loss, logits) of the objective on the pooled representations ``reps`` (one per view)."""
+            o = self.objective
+            z1 = reps[0]
+            logits = self.head(z1)
             losses = {}
             if o.mode in ("ce", "one_stage", "adversarial"):
                 losses["ce"] = F.cross_entropy(logits, labels)
             if o.mode in ("contrastive", "one_stage"):
-                if x_2 is None:
-                    raise ValueError(f"the {o.mode} objective needs a second view of every example (x_2)")
-                z2 = self.pool(x_2, mask_2)
-                feats = F.normalize(torch.stack([z1, z2], dim=1), dim=-1)
+                feats = F.normalize(torch.stack([z1, reps[1]], dim=1), dim=-1)
                 losses["sup"] = supcon_loss(feats, labels, temperature=o.temperature)
                 losses["cs"] = cs_infonce_loss(feats, labels, groups, temperature=o.temperature)
             if o.mode == "adversarial":
@@ -151,7 +172,7 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
                 loss = (1 - o.gamma) * losses["ce"] + o.gamma * losses["sup"] + o.lam * losses["cs"]
             else:
                 loss = losses["ce"] + o.lam * losses["adv"] + o.lam_diff * losses.get("diff", 0.0)
-            return {"loss": loss, "logits": logits}
+            return loss, logits
 
     seed_everything(seed)
     return FairClassifier()
