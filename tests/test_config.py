@@ -219,6 +219,10 @@ def test_fairrank_bad_params_name_the_key(edit, message):
     (lambda c: c["sensitivity"].update(seed_subset=[99]), r"subset of cscl\.seeds"),
     (lambda c: c["sensitivity"].update(temperatures=[0.0]), r"every τ must be > 0"),
     (lambda c: c["train"].update(grad_cache_chunk=-1), r"grad_cache_chunk"),
+    (lambda c: c["sensitivity"].update(augmentations=["eda"]), r"lists cscl\.augment\.strategy \('eda'\)"),
+    (lambda c: c["sensitivity"].update(augmentations=["back_translation"]), r"augmentations"),
+    (lambda c: c["augment"].update(strategy="backtranslate"), r"strategy"),
+    (lambda c: c["augment"].update(top_k=0), r"top_k"),
 ])
 def test_cscl_bad_params_name_the_key(edit, message):
     raw = fresh()

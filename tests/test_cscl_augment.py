@@ -1,7 +1,9 @@
-"""EDA views: the four operations, seeded; WordNet read from its database files; embedding-neighbour synonyms."""
+"""EDA views: the four operations, seeded; WordNet read from its database files; embedding-neighbour synonyms;
+contextual-LM substitution and insertion (the sampler on given predictions, and the causal LM that makes them)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from biaslab.cscl import augment
@@ -69,3 +71,90 @@ def test_embedding_neighbours_are_whole_words_of_the_vocabulary(minilm):
     assert nb("the") == [] and nb("xqzv") == []
     views = augment.eda("a happy dog runs", nb, alpha=0.25, n_aug=4, seed=0)
     assert len(views) == 4
+
+
+TEXT = "The quick brown fox jumps over the lazy dog near her black car"
+WORDS = augment.clean(TEXT).split()
+
+
+def _predictions(words, k=3):
+    """Fake LM output for :func:`augment.clm`: place g proposes the word it would replace (w_g) plus two new ones,
+    plus an identity term; the word it replaces gets the largest probability."""
+    cands, probs = [], []
+    for g in range(1, len(words) + 1):
+        here = words[g] if g < len(words) else "end"
+        cands.append([here, f"new{g}a", f"new{g}b", "black"][: k + 1])
+        probs.append([0.7, 0.1, 0.1, 0.1][: k + 1])
+    return cands, np.array(probs)
+
+
+def test_clm_substitute_replaces_content_words_from_the_predictions_seeded():
+    cands, probs = _predictions(WORDS)
+    keep = {"black", "her"}
+    views = augment.clm(TEXT, cands, probs, action="substitute", alpha=0.25, n_aug=6, seed=0, keep=keep)
+    assert len(views) == 6 and views == augment.clm(TEXT, cands, probs, action="substitute", alpha=0.25, n_aug=6,
+                                                    seed=0, keep=keep)
+    assert views != augment.clm(TEXT, cands, probs, action="substitute", alpha=0.25, n_aug=6, seed=1, keep=keep)
+    n = int(0.25 * len(WORDS))
+    for v in views:
+        new = v.split()
+        assert len(new) == len(WORDS) and new[0] == WORDS[0]  # the first word has no left context
+        changed = [i for i, (a, b) in enumerate(zip(WORDS, new, strict=True)) if a != b]
+        assert 1 <= len(changed) <= n
+        for i in changed:
+            assert new[i] in (f"new{i}a", f"new{i}b")  # from place i's candidates, never the word itself or "black"
+            assert WORDS[i] not in augment.STOP_WORDS and WORDS[i] not in keep
+        assert "black" in new  # a kept identity term is never replaced
+
+
+def test_clm_insert_adds_predicted_words_and_keeps_the_rest_in_order():
+    cands, probs = _predictions(WORDS)
+    views = augment.clm(TEXT, cands, probs, action="insert", alpha=0.25, n_aug=4, seed=0, keep={"black"})
+    n = int(0.25 * len(WORDS))
+    for v in views:
+        new = v.split()
+        assert len(new) == len(WORDS) + n and new[0] == WORDS[0]
+        it = iter(new)
+        assert all(w in it for w in WORDS)  # the original words, in order, are a subsequence
+        extra = list(new)
+        for w in WORDS:
+            extra.remove(w)
+        assert len(extra) == n and "black" not in extra  # keep words are never inserted
+        assert all(w.startswith("new") or w in WORDS or w == "end" for w in extra)
+
+
+def test_clm_views_edge_cases_and_errors():
+    assert augment.clm("!!!", [], np.zeros((0, 3)), action="insert", alpha=0.1, n_aug=2, seed=0) == ["!!!", "!!!"]
+    # no predictions (a sentence beyond the LM's length cap): the cleaned text comes back unchanged
+    assert augment.clm("Two words", [], np.zeros((0, 3)), action="substitute", alpha=0.5, n_aug=1, seed=0) == \
+        ["two words"]
+    with pytest.raises(ValueError, match="action"):
+        augment.clm(TEXT, *_predictions(WORDS), action="swap", alpha=0.1, n_aug=1, seed=0)
+    with pytest.raises(ValueError, match="cscl.augment.alpha"):
+        augment.clm(TEXT, *_predictions(WORDS), action="insert", alpha=2.0, n_aug=1, seed=0)
+    with pytest.raises(ValueError, match="unknown augmentation 'back_translation'"):
+        augment.views([TEXT], "back_translation", alpha=0.1, n_aug=1, seed=0)
+    with pytest.raises(ValueError, match="cscl.augment.lm"):
+        augment.views([TEXT], "clm_insert", alpha=0.1, n_aug=1, seed=0)
+    with pytest.raises(ValueError, match="cscl.augment.synonyms"):
+        augment.views([TEXT], "eda", alpha=0.1, n_aug=1, seed=0)
+    assert augment.views([TEXT], "eda", alpha=0.1, n_aug=2, seed=0, synonym_fn=fake) == \
+        [augment.eda(TEXT, fake, alpha=0.1, n_aug=2, seed=0)]
+
+
+@pytest.mark.slow
+def test_next_words_predicts_whole_words_from_the_left_context(tmp_path):
+    from conftest import model_dir
+
+    lm = augment.NextWords(model_dir("smollm2-135m-instruct"), top_k=20, batch_size=4, device="cpu")
+    sentences = [augment.clean(t).split() for t in ("The capital of France is Paris", "she went to the store")]
+    (c1, p1), (c2, _) = lm(sentences)
+    assert len(c1) == len(sentences[0]) and p1.shape == (len(sentences[0]), 20) and len(c2) == len(sentences[1])
+    assert np.allclose(p1.sum(axis=1), 1.0, atol=1e-5) and (np.diff(p1, axis=1) <= 1e-7).all()  # sorted
+    words = {w for row in c1 + c2 for w in row}
+    assert all(len(w) >= 2 and w.isalpha() and w.islower() and w not in augment.STOP_WORDS for w in words)
+    (short, _), = lm([sentences[0][:3]])  # left context only: the words after a place do not change it
+    assert len(short) == 3 and [row[:3] for row in short] == [row[:3] for row in c1[:3]]
+    assert lm(sentences[::-1])[0][0] == c2  # memoised per sentence, order-free
+    views = augment.views(["The capital of France is Paris"], "clm_substitute", alpha=0.2, n_aug=3, seed=0, next_words=lm)
+    assert len(views[0]) == 3 and all(len(v.split()) == 6 for v in views[0])

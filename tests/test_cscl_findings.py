@@ -129,11 +129,30 @@ def test_sensitivity_variants_vary_one_knob_at_a_time():
     from biaslab.cscl import experiment
 
     C = config.load_params(sections=["cscl"]).cscl
-    method, train = C.methods["two_stage"], C.train.model_copy(update={"batch_size": 32, "grad_cache_chunk": 0})
+    method, train = C.methods["two_stage"], C.train.model_copy(update={"pretrain_batch_size": 32, "grad_cache_chunk": 0})
     method = method.model_copy(update={"temperature": 0.1})
     got = experiment.sensitivity_variants(method, train, temperatures=[0.1, 0.5], batch_sizes=[32, 16, 256],
                                           grad_cache_chunk=32)
     assert [g[0] for g in got] == ["τ=0.5", "batch=16", "batch=256"]  # the default values are not repeated
-    assert got[0][1].temperature == 0.5 and got[0][2].batch_size == 32
+    assert got[0][1].temperature == 0.5 and got[0][2].pretrain_batch_size == 32
     assert got[1][2].grad_cache_chunk == 0 and got[2][2].grad_cache_chunk == 32 and got[2][1].temperature == 0.1
-    assert experiment.default_label(method, train.batch_size) == "default (τ=0.1, batch=32)"
+    assert experiment.default_label(method, train.pretrain_batch_size, "eda") == "default (τ=0.1, batch=32, eda)"
+
+
+def test_sensitivity_figure_draws_an_interval_that_misses_its_estimate():
+    """A percentile interval of ΔEO can lie entirely above the estimate (a sum of absolute gaps is biased upward under
+    resampling): the figure draws it from its low to its high end instead of failing on negative ± errors."""
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for variant in ("default (τ=0.1, batch=32, eda)", "τ=0.5", "aug=clm_insert"):
+        for lam in (0.0, 5.0):
+            rows.append({"variant": variant, "value": lam, "seeds": 5, "min_top_pred_share": 0.2, "f1": 0.8,
+                         "f1_ci_low": 0.75, "f1_ci_high": 0.85, "eo_gap": 1.0, "eo_gap_ci_low": 1.1,
+                         "eo_gap_ci_high": 1.6})
+    fig = findings.sensitivity_figure(pd.DataFrame(rows), "genderqa_topic")
+    ax = fig.axes[1]
+    [lines] = [c for c in ax.collections if c.get_segments()][:1]
+    assert any(seg[0][1] == 1.1 and seg[1][1] == 1.6 for seg in lines.get_segments())
+    assert "augmentation" in fig._suptitle.get_text()
+    plt.close(fig)

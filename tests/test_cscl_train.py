@@ -111,6 +111,16 @@ def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tm
     bank.save(tmp_path / "states.npz")
     bank = ct.StateBank.load(tmp_path / "states.npz")
     assert len(bank) == 16 and bank.get(texts[0]).shape[1] == 384
+    # an augmentation variant's bank: the task's plus the new views' states, each text's states unchanged
+    more = ct.compute_states(model_dir("minilm"), [texts[0], "a brand new view"], n_frozen=5, max_length=16,
+                             batch_size=3, device="cpu")
+    merged = bank.merged(more)
+    assert len(merged) == 17 and np.array_equal(merged.get(texts[3]), bank.get(texts[3]))
+    assert np.array_equal(merged.get("a brand new view"), more.get("a brand new view"))
+    assert bank.merged(ct.StateBank(5)) is bank
+    with pytest.raises(ValueError, match="cannot merge"):
+        bank.merged(ct.compute_states(model_dir("minilm"), ["x"], n_frozen=4, max_length=16, batch_size=1,
+                                      device="cpu"))
     full = model(ct.Objective("ce"))
     top = ct.build_model(model_dir("minilm"), 2, 2, ct.Objective("ce"), head_hidden=16, seed=0, n_frozen=5, grad_cache_chunk=0)
     # same pooled features as the whole encoder (up to the float16 storage of the frozen states)

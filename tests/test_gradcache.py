@@ -77,6 +77,6 @@ def test_dropout_is_replayed_per_chunk_and_a_scaled_backward_scales_every_gradie
 
 
 def test_a_chunk_size_below_one_is_refused():
-    encoder, head, (x1, x2), loss_fn = _setup(dropout=0.0)
+    encoder, _head, (x1, _x2), loss_fn = _setup(dropout=0.0)
     with pytest.raises(ValueError, match="chunk_size = 0"):
         grad_cached_loss(encoder, [(x1,)], loss_fn, chunk_size=0)

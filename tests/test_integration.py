@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,9 +80,9 @@ def pipeline(tmp_path_factory):
                      "adversarial": {**cs["methods"]["adversarial"], "grid": [1.0]},
                      "diverse_adversarial": {**cs["methods"]["diverse_adversarial"], "grid": [1.0]},
                      "inlp": {**cs["methods"]["inlp"], "grid": [2]}}
-    # one τ and one batch variant; the 8-example batch runs under gradient caching in chunks of 3
+    # one τ, one batch and one augmentation variant; the 8-example batch runs under gradient caching in chunks of 3
     cs["sensitivity"].update(task="sbic_race", lambdas=[0.0, 1.0], temperatures=[0.5], batch_sizes=[8],
-                             cache_chunk=3, seed_subset=[1])
+                             augmentations=["clm_insert"], cache_chunk=3, seed_subset=[1])
     fr = params["fairrank"]
     fr.update(seeds=[0, 1])
     fr["data"].update(max_pairs=24, rerank_depth=20)
@@ -117,6 +118,7 @@ def pipeline(tmp_path_factory):
             raise AssertionError(f"dvc {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
         return proc
 
+    dvc.env = env  # for a test that starts dvc itself (the kill test)
     first = dvc("repro")
     return root, dvc, first, netlog
 
@@ -251,13 +253,14 @@ def test_cscl_outputs_are_sane(pipeline):
     assert (root / "reports/cscl/results/fig_tradeoff_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
     preds = pd.read_parquet(root / "data/processed/cscl/predictions/seed1.parquet")
     assert len(preds) == 8 * int(sizes.loc["test", "rows"])  # one prediction per test row and setting
-    # RQ3: the default setting (from the main runs) and the two variants, each at λ 0 and 1
+    # RQ3: the default setting (from the main runs) and the three variants, each at λ 0 and 1
     sens = pd.read_csv(root / "reports/cscl/results/sensitivity.csv")
-    assert len(sens) == 6 and set(sens["value"]) == {0.0, 1.0} and (sens["seeds"] == 1).all()
-    assert {"τ=0.5", "batch=8"} <= set(sens["variant"]) and sens[["f1", "eo_gap"]].notna().all().all()
-    assert (claims["paper_section"] == "§4.2 RQ3, Fig. 4").sum() == 5  # 3 ΔEO directions + 2 F1 non-inferiority
+    assert len(sens) == 8 and set(sens["value"]) == {0.0, 1.0} and (sens["seeds"] == 1).all()
+    assert {"τ=0.5", "batch=8", "aug=clm_insert", "default (τ=0.1, batch=32, eda)"} == set(sens["variant"])
+    assert sens[["f1", "eo_gap"]].notna().all().all()
+    assert (claims["paper_section"] == "§4.2 RQ3, Fig. 4").sum() == 7  # 4 ΔEO directions + 3 F1 non-inferiority
     trained = pd.read_csv(root / "reports/cscl/train/sensitivity.csv")
-    assert len(trained) == 4  # the default is not retrained
+    assert len(trained) == 6  # the default is not retrained
     assert (root / "reports/cscl/results/fig_sensitivity_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -271,6 +274,51 @@ def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     after = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
     assert [k for k in before if before[k] != after[k]] == []
     assert "Running stage" not in dvc("repro").stdout  # identical outputs leave every downstream stage current
+
+
+KILLED_STAGE = "cscl_train@1"
+KILLED_OUTPUTS = ["data/processed/cscl/predictions/seed1.parquet", "data/processed/cscl/features/seed1.npz",
+                  "reports/cscl/train/seed1.csv", "reports/cscl/02_train_1.ipynb"]
+
+
+def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_same_bytes(pipeline):
+    """SIGKILL to `dvc repro` and its notebook kernel while the kernel trains (after 15 s of its own CPU time: past
+    start-up and data loading, inside the training loop); no output may be half there, and the next plain
+    `dvc repro` completes with the bytes of the uninterrupted first run."""
+    import signal
+    import time
+
+    import psutil
+
+    root, dvc, _, _ = pipeline
+    before = read_bytes(root, *KILLED_OUTPUTS)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "dvc"), "repro", "--force", "--single-item",
+                             KILLED_STAGE], cwd=root, env=dvc.env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline, kernel = time.monotonic() + 600, None
+        while True:
+            assert proc.poll() is None, "the stage finished before it could be killed"
+            assert time.monotonic() < deadline, "no kernel trained within 10 minutes"
+            kernels = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                       if "ipykernel" in " ".join(c.cmdline())]
+            if kernels and sum(kernels[0].cpu_times()[:2]) > 15:
+                kernel = kernels[0]
+                break
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGKILL)  # dvc, the runner and the kernel at once: no cleanup code runs
+        proc.wait(timeout=60)
+        kernel.wait(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    for rel in KILLED_OUTPUTS:  # each output is absent (DVC removed it to rerun) or still the complete old one
+        assert not (root / rel).exists() or (root / rel).read_bytes() == before[rel], rel
+    assert KILLED_STAGE in dvc("status").stdout
+    dvc("repro")
+    assert read_bytes(root, *KILLED_OUTPUTS) == before
+    assert not [p for p in root.rglob(".*.tmp") if ".dvc" not in p.parts]
+    assert "Running stage" not in dvc("repro").stdout
 
 
 def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipeline):
@@ -384,3 +432,13 @@ def test_fairrank_outputs_are_sane(pipeline):
         assert (root / "reports/fairrank/results" / fig).read_bytes()[:4] == b"\x89PNG"
     scores = pd.read_parquet(root / "data/processed/fairrank/scores/seed1.parquet")
     assert scores.groupby("ranker").size().eq(43 * 20).all()
+
+
+def test_the_report_covers_every_paper(pipeline):
+    root, *_ = pipeline
+    readme = (root / "reports/README.md").read_text(encoding="utf-8")
+    page = (root / "reports/index.html").read_text(encoding="utf-8")
+    for paper in ("ragfair", "intersect", "ragcontrol", "cscl", "fairrank"):
+        assert f"## {paper}" in readme and f"<h2 id='{paper}'>" in page
+    for link in re.findall(r"\]\(([^)#]+)\)", readme):
+        assert (root / "reports" / link).is_file(), link

@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 
-from biaslab.io import atomic_open, write_csv, write_json
+from biaslab.io import atomic_open, write_csv, write_json, write_text
 
 
 def test_write_json_is_sorted_and_replaces(tmp_path):
@@ -49,3 +49,47 @@ def test_atomic_files_get_the_usual_mode(tmp_path):
     finally:
         os.umask(mask)
     assert (tmp_path / "m.json").stat().st_mode & 0o777 == 0o644
+
+
+KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from biaslab.io import atomic_open
+target, flag = Path(sys.argv[1]), Path(sys.argv[2])
+with atomic_open(target, "wb") as fh:
+    fh.write(b"new" * 100_000)
+    fh.flush()
+    flag.write_text("half written")
+    time.sleep(120)  # killed here, in the middle of the write
+    fh.write(b"never")
+"""
+
+
+def test_a_write_killed_by_sigkill_leaves_the_old_file_and_the_runner_removes_its_temporary(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from biaslab.io import remove_stale_temps
+
+    target, flag = tmp_path / "out" / "table.csv", tmp_path / "flag"
+    write_text(target, "old,complete\n")
+    child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(target), str(flag)])
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists():
+            assert child.poll() is None and time.monotonic() < deadline, "the writer never started writing"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)  # no handler, no finally block runs
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        child.kill()
+    assert target.read_text() == "old,complete\n"  # the killed write replaced nothing
+    [stale] = list(target.parent.glob(".table.csv.*.tmp"))
+    assert stale.stat().st_size >= 300_000  # the half-written bytes went only to the temporary
+    (tmp_path / "out" / ".other.csv.x.tmp").write_text("another output's temporary")
+    assert remove_stale_temps([target, tmp_path / "absent" / "x.csv"]) == [stale]
+    assert (tmp_path / "out" / ".other.csv.x.tmp").exists()  # only the given targets' temporaries
+    assert remove_stale_temps([tmp_path / "out"]) == [tmp_path / "out" / ".other.csv.x.tmp"]  # a folder target
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["table.csv"]

@@ -16,7 +16,7 @@ from biaslab import config, deps
 
 from conftest import REPO
 
-SECTIONS = ["common", "data", "models", "llm", *deps._paper_sections()]
+SECTIONS = ["common", "data", "models", "llm", "report", *deps._paper_sections()]
 
 
 def _models_in(annotation) -> list[tuple[type[BaseModel], bool]]:
@@ -101,7 +101,7 @@ ALLOWED = {
     ("cscl/train.py", "fit", "val"): "the validation frame (None = no early stopping), not cscl.splits.val",
     ("cscl/train.py", "fit_head", "val"): "validation features (None = none), not cscl.splits.val",
     ("io.py", "atomic_open", "mode"): "a file mode, not cscl.methods[*].mode",
-    ("stats.py", "ci_mean", "method"): "the bootstrap interval method, not cscl.augment.method",
+    ("stats.py", "ci_mean", "method"): "the bootstrap interval method, not cscl.augment.strategy",
 }
 
 

@@ -120,7 +120,25 @@ class LLM(Section):
     openai: OpenAIParams
 
 
-SHARED: dict[str, type[Section]] = {"common": Common, "data": Data, "models": Models, "llm": LLM}
+# -------------------------------------------------------------------------------------------- report
+class Report(Section):
+    """The reproduction report (``biaslab.report``): which papers, in which order."""
+
+    papers: list[str]  # paper sections; each needs reports/paper_values/<paper>.yaml and a claims table
+
+    @field_validator("papers")
+    @classmethod
+    def _papers(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("report.papers is empty: list the papers the report covers")
+        for name in v:
+            if name in SHARED:
+                raise ValueError(f"report.papers: {name} is a shared section, not a paper")
+            section_model(name)  # an unknown name fails here, naming the known sections
+        return v
+
+
+SHARED: dict[str, type[Section]] = {"common": Common, "data": Data, "models": Models, "llm": LLM, "report": Report}
 
 
 @functools.cache

@@ -200,6 +200,20 @@ class StateBank:
                            "file is older than the rows it serves)") from None
         return self.flat[self.offsets[i]:self.offsets[i + 1]]
 
+    def merged(self, other: StateBank) -> StateBank:
+        """This bank with ``other``'s texts that it lacks (same frozen depth)."""
+        if other.n_frozen != self.n_frozen and len(other):
+            raise ValueError(f"cannot merge state banks of {self.n_frozen} and {other.n_frozen} frozen layers")
+        if not self.n_frozen:
+            return self
+        new = [i for i, t in enumerate(other.texts) if t not in self.index]
+        if not new:
+            return self
+        parts = [other.flat[other.offsets[i]:other.offsets[i + 1]] for i in new]
+        flat = np.concatenate([self.flat, *parts]) if len(self.flat) else np.concatenate(parts)
+        offsets = np.concatenate([self.offsets, self.offsets[-1] + np.cumsum([len(x) for x in parts])])
+        return StateBank(self.n_frozen, [*self.texts, *(other.texts[i] for i in new)], flat, offsets)
+
     def save(self, path) -> None:
         save_npz(path, n_frozen=self.n_frozen, texts=np.array(self.texts, dtype=object), flat=self.flat,
                  offsets=self.offsets)

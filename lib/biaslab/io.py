@@ -1,16 +1,19 @@
 """Atomic file output: write to a temporary file in the target folder, then rename over the target.
 
 An interrupted or failing stage therefore never leaves a half-written file; the previous version (if any)
-stays intact until the new one is complete. Parent folders are created as needed.
+stays intact until the new one is complete. Parent folders are created as needed. A process killed outright leaves
+only its hidden temporary file, which the stage runner removes before the stage runs again
+(:func:`remove_stale_temps`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +40,26 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+def remove_stale_temps(targets: Iterable[str | os.PathLike]) -> list[Path]:
+    """Remove the temporary files an interrupted :func:`atomic_path` left behind — a process killed outright (SIGKILL,
+    the OOM killer, a lost machine) runs no cleanup, so its ``.NAME.XXXX.tmp`` stays beside the file it was writing.
+    ``targets``: a stage's outputs; beside a file target its own temporaries, inside a folder every one. The targets
+    themselves are never touched (a killed write never replaced them). Returns what was removed."""
+    removed = []
+    for target in map(Path, targets):
+        if target.is_dir():
+            stale = target.rglob(".*.tmp")
+        elif target.parent.is_dir():
+            stale = target.parent.glob(f".{glob.escape(target.name)}.*.tmp")
+        else:
+            continue
+        for tmp in sorted(stale):
+            if tmp.is_file():
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
 
 
 @contextlib.contextmanager

@@ -49,7 +49,8 @@ def resolve(path: str | os.PathLike, root: Path | None = None) -> Path:
 
 def copy_project(src: Path, dst: Path, *, skip_reports: bool = True) -> Path:
     """Copy the files git would see (tracked + untracked, not ignored) of the project at ``src`` into ``dst``,
-    leaving out committed results (``reports/``, ``dvc.lock``) so the copy recomputes them. Used by the
+    leaving out committed results (``reports/``, ``dvc.lock``) so the copy recomputes them — but keeping
+    ``reports/paper_values/`` (the papers' artefact lists: the report stage's input, not an output). Used by the
     integration test and the benchmarks to run the real pipeline in a temporary copy."""
     import shutil
     import subprocess
@@ -57,7 +58,8 @@ def copy_project(src: Path, dst: Path, *, skip_reports: bool = True) -> Path:
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=src,
                            capture_output=True, text=True, check=True).stdout.split("\n")
     for rel in filter(None, files):
-        if skip_reports and (rel.startswith("reports/") or rel == "dvc.lock"):
+        if skip_reports and ((rel.startswith("reports/") and not rel.startswith("reports/paper_values/"))
+                             or rel == "dvc.lock"):
             continue
         if not (src / rel).is_file():
             continue

@@ -14,7 +14,8 @@ offline unless ``models.allow_downloads`` is true.
 
 The executed notebook is stripped of run metadata (timestamps, durations, random cell ids) and written
 atomically only when every cell succeeded; a failed run is kept under the cache folder for inspection
-and the command exits non-zero, leaving the stage's previous outputs untouched.
+and the command exits non-zero, leaving the stage's previous outputs untouched. Temporary files that a killed run
+left beside or inside the stage's outputs are removed before the kernel starts.
 
 Timings stay out of the outputs (they would change every run); with ``BIASLAB_TIMINGS=FILE`` set, each run
 appends one JSON line to FILE — the stage, its wall time, the time outside its cells (kernel start-up) and its
@@ -36,7 +37,7 @@ from typing import Any
 import yaml
 
 from . import config, stages, usage
-from .io import write_text
+from .io import remove_stale_temps, write_text
 from .paths import cache_dir, repo_root
 
 KERNEL_NAME = "biaslab-python"
@@ -201,6 +202,8 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         os.environ[var] = offline
     os.environ["BIASLAB_ALLOW_DOWNLOADS"] = "1" if allow_downloads else "0"
 
+    for stale in remove_stale_temps(root / o for o in stages.outs(stage, root)):
+        print(f"biaslab.run: removed {stale.relative_to(root)}, left by an interrupted run", file=sys.stderr)
     tmp_dir = Path(tempfile.mkdtemp(prefix="biaslab-run-"))
     tmp_out = tmp_dir / out.name
     timings = os.environ.get("BIASLAB_TIMINGS")

@@ -11,14 +11,15 @@
 # ---
 
 # %% [markdown]
-# # cscl — one task: text, task label y, protected attribute a; splits and EDA views (Chi et al. 2022, App. B)
+# # cscl — one task: text, task label y, protected attribute a; splits and augmented views (Chi et al. 2022, App. B)
 #
 # The paper's Jigsaw race and Bias in Bios sets are not obtainable here in full; the offline tasks are real
 # stand-ins (`biaslab.cscl.tasks`, each builder says what it is), and the paper's tasks run when `cscl.full_data`
 # points at their files. The split is seeded, stratified by (y, a) and checked for leakage; the augmented views
-# for the contrastive objectives are EDA (α = 0.1, four per example; App. B.3) with the synonym source of
-# `cscl.augment.synonyms`, for the training rows and (so early stopping compares real view pairs) the validation
-# rows. With `cscl.train.trainable_layers` below the encoder's depth, the frozen bottom layers run here, once per
+# for the contrastive objectives (`cscl.augment.strategy`; App. B.3) are EDA (α = 0.1, four per example, the synonym
+# source of `cscl.augment.synonyms`) by default, or contextual-LM substitution / insertion at rate 0.1 (the
+# registry's causal LM in place of RoBERTa-base), for the training rows and (so early stopping compares real view
+# pairs) the validation rows. With `cscl.train.trainable_layers` below the encoder's depth, the frozen bottom layers run here, once per
 # text and view, and the training stage fine-tunes only the top (`biaslab.cscl.train`).
 
 # %%
@@ -43,13 +44,15 @@ min_topic_questions = ...  # cscl.min_topic_questions
 max_rows = ...  # cscl.max_rows
 val = ...  # cscl.splits.val
 test = ...  # cscl.splits.test
-method = ...  # cscl.augment.method
+strategy = ...  # cscl.augment.strategy
 alpha = ...  # cscl.augment.alpha
 n_aug = ...  # cscl.augment.n_aug
 synonyms = ...  # cscl.augment.synonyms
 wordnet_dir = ...  # cscl.augment.wordnet_dir
 neighbours = ...  # cscl.augment.neighbours
 keep_identity_terms = ...  # cscl.augment.keep_identity_terms
+lm = ...  # cscl.augment.lm
+top_k = ...  # cscl.augment.top_k
 trainable_layers = ...  # cscl.train.trainable_layers
 max_length = ...  # cscl.train.max_length
 batch_size = ...  # cscl.train.batch_size
@@ -63,7 +66,7 @@ P = config.stage_params(globals(), f"cscl_data@{task}")
 C = P.cscl
 ROOT = repo_root()
 OUT = ROOT / "data/processed/cscl/tasks" / task
-M = models.preflight([C.backbone], P.models)
+M = models.preflight([C.backbone, *([C.augment.lm] if C.augment.strategy in augment.LM_METHODS else [])], P.models)
 rows = tasks.build(task, resolve(P.data.raw_dir, ROOT), offensive_threshold=C.offensive_threshold,
                    min_topic_questions=C.min_topic_questions, full_data=C.full_data.get(task))
 rows = tasks.subsample(rows, C.max_rows, P.common.seed)
@@ -79,11 +82,14 @@ sizes
 
 # %%
 A = C.augment
-synonym_of = augment.synonym_source(A.synonyms, encoder_dir=M[C.backbone], wordnet_dir=A.wordnet_dir,
-                                  neighbours=A.neighbours)
 viewed = rows[rows["split"].isin(["train", "val"])]
 keep = tasks.identity_terms(task) if A.keep_identity_terms else frozenset()
-views = augment.views(viewed["text"], synonym_of, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep)
+if A.strategy == "eda":
+    source = {"synonym_fn": augment.synonym_source(A.synonyms, encoder_dir=M[C.backbone], wordnet_dir=A.wordnet_dir,
+                                                 neighbours=A.neighbours)}
+else:
+    source = {"next_words": augment.NextWords(M[A.lm], top_k=A.top_k, batch_size=C.train.batch_size, device=P.common.device)}
+views = augment.views(viewed["text"], A.strategy, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep, **source)
 write_parquet(OUT / "views.parquet", pd.DataFrame({"text": viewed["text"].to_numpy(), "views": views}), index=False)
 pd.DataFrame({"text": viewed["text"].head(3).to_numpy(), "view 1": [v[0] for v in views[:3]]})
 

@@ -37,6 +37,7 @@ device = ...  # common.device
 tasks = ...  # cscl.tasks
 backbone = ...  # cscl.backbone
 batch_size = ...  # cscl.train.batch_size
+pretrain_batch_size = ...  # cscl.train.pretrain_batch_size
 learning_rate = ...  # cscl.train.learning_rate
 epochs = ...  # cscl.train.epochs
 pretrain_epochs = ...  # cscl.train.pretrain_epochs

@@ -43,12 +43,14 @@ degenerate_share = ...  # cscl.claims.degenerate_share
 panels = ...  # cscl.embedding_plot.panels
 perplexity = ...  # cscl.embedding_plot.perplexity
 probe_folds = ...  # cscl.embedding_plot.probe_folds
-batch_size = ...  # cscl.train.batch_size
+pretrain_batch_size = ...  # cscl.train.pretrain_batch_size
+strategy = ...  # cscl.augment.strategy
 task = ...  # cscl.sensitivity.task
 method = ...  # cscl.sensitivity.method
 lambdas = ...  # cscl.sensitivity.lambdas
 temperatures = ...  # cscl.sensitivity.temperatures
 batch_sizes = ...  # cscl.sensitivity.batch_sizes
+augmentations = ...  # cscl.sensitivity.augmentations
 cache_chunk = ...  # cscl.sensitivity.cache_chunk
 seed_subset = ...  # cscl.sensitivity.seed_subset
 
@@ -73,7 +75,7 @@ for task in C.tasks:
     plt.show()
 
 # %% [markdown]
-# ## Sensitivity of two-stage CL to τ and the pre-training batch (§4.2 RQ3, Fig. 4)
+# ## Sensitivity of two-stage CL to τ, the pre-training batch and the augmentation (§4.2 RQ3, Fig. 4)
 #
 # The default setting's runs are the main stage's; each other bar changes one hyper-parameter (batches above the
 # gradient-cache chunk are encoded under gradient caching). The paper: ΔEO falls with λ = 5 in every setting and F1
@@ -81,7 +83,7 @@ for task in C.tasks:
 
 # %%
 S = C.sensitivity
-default = experiment.default_label(C.methods[S.method], C.train.batch_size)
+default = experiment.default_label(C.methods[S.method], C.train.pretrain_batch_size, C.augment.strategy)
 sens = findings.sensitivity_frame(preds, pd.read_parquet(ROOT / "data/processed/cscl/sensitivity/predictions.parquet"),
                                   task=S.task, method=S.method, lambdas=S.lambdas, seeds=S.seed_subset, default=default)
 sens_table = findings.sensitivity_results(sens, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)

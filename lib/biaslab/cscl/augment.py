@@ -9,8 +9,17 @@
   encoder's own input-embedding matrix (word-embedding substitution, Wang & Yang 2015, as nlpaug's WordEmbsAug) —
   a documented substitute: neighbours are related words, not always synonyms.
 
-The paper's other augmentations need models that are not obtainable here (wmt19-en-de for back-translation,
-RoBERTa-base for contextual insert / substitute); see :mod:`biaslab.cscl` for what the pipeline does instead.
+* :func:`clm` — the paper's "CLM substitute" and "CLM insert" (Kobayashi 2018, nlpaug's ``ContextualWordEmbsAug``
+  with RoBERTa-base at rate 0.1): a word is replaced by, or a word inserted from, a language model's prediction for
+  that place, sampled from its top-k whole words by probability (nlpaug: top_k 100, temperature 1). RoBERTa-base is
+  not obtainable here; the offline substitute is the registry's causal LM (SmolLM2-135M) through
+  :class:`NextWords`, which predicts a place from its **left context only** (a masked LM also sees the right) and
+  from the original sentence (every place of a view is predicted in one forward pass, not after the view's earlier
+  edits). Only single-token whole words are proposed.
+
+Back-translation (wmt19-en-de and back) has no offline substitute here: no translation model ships in a package,
+and the registry's only generator (SmolLM2-135M) is poor at faithful rewriting — a paraphrase from it would change
+the label or the group of too many views for CS-InfoNCE's assumption (a view keeps its example's y and a).
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from pathlib import Path
+
+import numpy as np
 
 # the stop words of the authors' eda.py (NLTK's list as they ship it)
 STOP_WORDS = frozenset(
@@ -74,8 +85,6 @@ class EmbeddingNeighbours:
     encoder's vocabulary; other words have none. ``tokenizer`` and ``embeddings`` ([vocab, dim]) of the encoder."""
 
     def __init__(self, tokenizer, embeddings, *, k: int):
-        import numpy as np
-
         vocab = tokenizer.get_vocab()
         self.words = [w for w, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
         emb = np.asarray(embeddings, dtype=np.float32)
@@ -86,8 +95,6 @@ class EmbeddingNeighbours:
 
     @cache  # noqa: B019
     def __call__(self, word: str) -> list[str]:
-        import numpy as np
-
         i = self.ids.get(word.lower())
         if i is None or not self.ok[i]:
             return []
@@ -112,7 +119,6 @@ def _synonym_replacement(words, n, synonyms, rng, keep):
             break
     return " ".join(new).split()
 
-
 def _random_insertion(words, n, synonyms, rng, keep):
     new = list(words)
     for _ in range(n):
@@ -125,7 +131,6 @@ def _random_insertion(words, n, synonyms, rng, keep):
                 break
     return new
 
-
 def _random_swap(words, n, rng):
     new = list(words)
     for _ in range(n):
@@ -135,13 +140,11 @@ def _random_swap(words, n, rng):
         new[i], new[j] = new[j], new[i]
     return new
 
-
 def _random_deletion(words, p, rng, keep):
     if len(words) <= 1:
         return list(words)
     kept = [w for w in words if w in keep or rng.random() > p]
     return kept or [words[rng.randrange(len(words))]]
-
 
 def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_aug: int, seed: int,
         keep: Collection[str] = frozenset()) -> list[str]:
@@ -172,7 +175,6 @@ def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_
     rng.shuffle(texts)
     return texts[:n_aug]
 
-
 def synonym_source(kind: str, *, encoder_dir, wordnet_dir: str, neighbours: int):
     """The synonym function of ``cscl.augment.synonyms``: ``wordnet`` (database files in ``wordnet_dir``) or
     ``embedding`` (nearest whole-word tokens of the encoder in ``encoder_dir``)."""
@@ -186,11 +188,150 @@ def synonym_source(kind: str, *, encoder_dir, wordnet_dir: str, neighbours: int)
         return EmbeddingNeighbours(AutoTokenizer.from_pretrained(str(encoder_dir)), weights, k=neighbours)
     raise ValueError(f"unknown synonym source {kind!r}: use embedding or wordnet")
 
+LM_METHODS = ("clm_substitute", "clm_insert")
+METHODS = ("eda", *LM_METHODS)
 
-def views(texts: Sequence[str], synonyms, *, alpha: float, n_aug: int, seed: int,
-          keep: Collection[str] = frozenset()) -> list[list[str]]:
-    """:func:`eda` for every text (a progress bar on long lists)."""
+class NextWords:
+    """A causal LM's whole-word predictions for every place of a sentence from its left context: for words
+    w_0 … w_{L-1}, place g (1 ≤ g ≤ L) is "after w_0 … w_{g-1}" — where w_g would be substituted or a word
+    inserted. Per place, the ``top_k`` most likely next tokens that are a space and a lower-case word of two or more
+    letters (not a stop word), with their probabilities renormalised over those ``top_k``; one forward pass per
+    sentence, sentences batched by length, each sentence predicted once per instance (substitute and insert views
+    share the pass). Places beyond ``max_tokens`` tokens get none."""
+
+    def __init__(self, lm_dir, *, top_k: int, batch_size: int, device: str, max_tokens: int = 128):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from ..runtime import select_device
+
+        if top_k < 1:
+            raise ValueError(f"cscl.augment.top_k must be at least 1, got {top_k}")
+        self.torch, self.top_k, self.batch_size, self.max_tokens = torch, top_k, batch_size, max_tokens
+        self.device = select_device(device)
+        self.tok = AutoTokenizer.from_pretrained(str(lm_dir))
+        self.model = AutoModelForCausalLM.from_pretrained(str(lm_dir), dtype=torch.float32).eval().to(self.device)
+        n_vocab = self.model.get_output_embeddings().weight.shape[0]
+        pieces = self.tok.convert_ids_to_tokens(list(range(min(n_vocab, len(self.tok)))))
+        strings = [self.tok.convert_tokens_to_string([p]) if p is not None else "" for p in pieces]
+        self.vocab = [s[1:] for s in strings] + [""] * (n_vocab - len(strings))
+        ok = np.array([s.startswith(" ") and bool(re.fullmatch(r"[a-z]{2,}", s[1:])) and s[1:] not in STOP_WORDS
+                       for s in strings] + [False] * (n_vocab - len(strings)))
+        if ok.sum() < top_k:
+            raise ValueError(f"{lm_dir}: its vocabulary has {ok.sum()} whole-word tokens, fewer than top_k {top_k}")
+        self.bias = torch.where(torch.from_numpy(ok), 0.0, float("-inf")).to(self.device)
+        self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id or 0
+        self._ids: dict[str, list[int]] = {}
+        self._memo: dict[tuple[str, ...], tuple[list[list[str]], np.ndarray]] = {}  # both clm methods share a pass
+
+    def _word_ids(self, word: str, first: bool) -> list[int]:
+        key = word if first else " " + word
+        if key not in self._ids:
+            self._ids[key] = self.tok(key, add_special_tokens=False)["input_ids"]
+        return self._ids[key]
+
+    def __call__(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[list[str]], np.ndarray]]:
+        """Per sentence (a list of words): (candidate words per place, their probabilities [places, top_k])."""
+        torch = self.torch
+        from ..runtime import progress
+
+        sentences = [tuple(w) for w in sentences]
+        todo = list(dict.fromkeys(w for w in sentences if w not in self._memo))
+        seqs, ends = [], []
+        for words in todo:
+            ids, end = [], []
+            for j, w in enumerate(words):
+                piece = self._word_ids(w, j == 0)
+                if len(ids) + len(piece) > self.max_tokens:
+                    break
+                ids += piece
+                end.append(len(ids) - 1)
+            seqs.append(ids)
+            ends.append(end)
+        out: list = [None] * len(seqs)
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        with torch.inference_mode():
+            for batch in progress(batches, desc="LM predictions"):
+                width = max(1, *(len(seqs[i]) for i in batch))
+                ids = torch.full((len(batch), width), self.pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for r, i in enumerate(batch):
+                    ids[r, :len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
+                    mask[r, :len(seqs[i])] = 1
+                # the decoder once, the vocabulary projection only where a word ends (a sixth of the compute)
+                hidden = self.model.base_model(input_ids=ids.to(self.device),
+                                               attention_mask=mask.to(self.device)).last_hidden_state
+                for r, i in enumerate(batch):
+                    if not ends[i]:
+                        out[i] = ([], np.zeros((0, self.top_k), np.float32))
+                        continue
+                    logits = self.model.get_output_embeddings()(hidden[r, ends[i]]).float()
+                    top = (logits + self.bias).topk(self.top_k, dim=-1)
+                    probs = top.values.softmax(dim=-1).cpu().numpy()
+                    out[i] = ([[self.vocab[t] for t in row] for row in top.indices.cpu().tolist()], probs)
+        self._memo.update(zip(todo, out, strict=True))
+        return [self._memo[w] for w in sentences]
+
+def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, action: str, alpha: float, n_aug: int,
+        seed: int, keep: Collection[str] = frozenset()) -> list[str]:
+    """``n_aug`` views of ``text`` by contextual-LM substitution or insertion (nlpaug's ``ContextualWordEmbsAug``,
+    ``action`` ``substitute`` / ``insert``, ``aug_p`` = ``alpha``): per view, ``max(1, int(alpha · L))`` places of the
+    L words (text cleaned as EDA's) drawn at random; at each, a word sampled by probability from that place's
+    candidates (:class:`NextWords`; place g = after the first g words), never the word it replaces, never a word in
+    ``keep``, and ``keep`` words are never replaced. Substitution skips stop words and the first word (no left
+    context). Seeded per call."""
+    if action not in ("substitute", "insert"):
+        raise ValueError(f"action must be substitute or insert, got {action!r}")
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"cscl.augment.alpha must be in [0, 1], got {alpha}")
+    if n_aug < 1:
+        raise ValueError(f"cscl.augment.n_aug must be at least 1, got {n_aug}")
+    rng = random.Random(f"{seed}:{action}:{text}")
+    words = clean(text).split()
+    if not words:
+        return [text] * n_aug
+    n = max(1, int(alpha * len(words)))
+    places = len(candidates)  # place g uses candidates[g - 1]
+    if action == "substitute":
+        eligible = [i for i in range(1, min(len(words), places + 1)) if words[i] not in STOP_WORDS
+                    and words[i] not in keep]
+    else:
+        eligible = list(range(1, min(len(words), places) + 1))
+    out = []
+    for _ in range(n_aug):
+        new = list(words)
+        for i in sorted(rng.sample(eligible, min(n, len(eligible))), reverse=True):
+            pool = [(w, float(p)) for w, p in zip(candidates[i - 1], probs[i - 1], strict=True)
+                    if w not in keep and (action == "insert" or w != words[i])]
+            if not pool:
+                continue
+            choice = rng.choices([w for w, _ in pool], weights=[p for _, p in pool])[0]
+            if action == "substitute":
+                new[i] = choice
+            else:
+                new.insert(i, choice)
+        out.append(" ".join(new))
+    return out
+
+def views(texts: Sequence[str], method: str, *, alpha: float, n_aug: int, seed: int,
+          keep: Collection[str] = frozenset(), synonym_fn: Callable[[str], Sequence[str]] | None = None,
+          next_words: NextWords | None = None) -> list[list[str]]:
+    """``n_aug`` augmented copies of every text by ``method`` (``cscl.augment.strategy``): ``eda`` (needs ``synonym_fn``,
+    see :func:`synonym_source`), ``clm_substitute`` / ``clm_insert`` (need ``next_words``, a :class:`NextWords`)."""
     from ..runtime import progress
 
-    return [eda(t, synonyms, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep)
-            for t in progress(list(texts), desc="EDA views")]
+    texts = list(texts)
+    if method == "eda":
+        if synonym_fn is None:
+            raise ValueError("EDA views need a synonym source (cscl.augment.synonyms)")
+        return [eda(t, synonym_fn, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep)
+                for t in progress(texts, desc="EDA views")]
+    if method in LM_METHODS:
+        if next_words is None:
+            raise ValueError(f"{method} views need a language model (cscl.augment.lm)")
+        preds = next_words([clean(t).split() for t in texts])
+        action = method.removeprefix("clm_")
+        return [clm(t, c, p, action=action, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep)
+                for t, (c, p) in zip(texts, preds, strict=True)]
+    raise ValueError(f"unknown augmentation {method!r}: use one of {', '.join(METHODS)}")

@@ -27,22 +27,29 @@ class CsclSplits(Section):
         return self
 
 
+Augmentation = Literal["eda", "clm_substitute", "clm_insert"]  # biaslab.cscl.augment.METHODS
+
+
 class CsclAugment(Section):
     """App. B.3 (EDA: α = 0.1, four augmented examples per example); see ``biaslab.cscl.augment``."""
 
-    method: Literal["eda"]
-    alpha: float = Field(ge=0, le=1)
+    strategy: Augmentation  # the paper's 'data augmentation strategy': eda | clm_substitute | clm_insert (back-translation: no offline model)
+    alpha: float = Field(ge=0, le=1)  # EDA's α and the CLM augmentation rate (paper: 0.1 for both)
     n_aug: int = Field(gt=0)
     synonyms: Literal["embedding", "wordnet"]  # embedding: the encoder's nearest whole-word tokens (offline)
     wordnet_dir: str  # WordNet 3.0 database files (Debian wordnet-base: /usr/share/wordnet)
     neighbours: int = Field(gt=0)  # embedding synonyms per word
     keep_identity_terms: bool  # never replace / delete / insert identity terms (an addition to EDA)
+    lm: str  # the CLM augmentations' language model, a registry name (paper: roberta-base, a masked LM)
+    top_k: int = Field(gt=0)  # CLM: a word is sampled by probability from this many predictions (nlpaug: 100)
 
 
 class CsclTrain(Section):
     """App. B.2, Table 5 (batch 32, lr 2e-5, Adam, 10 / 7 epochs; pre-training 15 / 25 epochs, patience 3)."""
 
-    batch_size: int = Field(ge=2)  # also the contrastive batch: each example brings two views
+    batch_size: int = Field(ge=2)  # fine-tuning batch (CE, one-stage, adversarial, every head; Table 5: 32)
+    # two-stage CL's pre-training batch, each example with two views (the paper's grid: 32, 64, 128, 256)
+    pretrain_batch_size: int = Field(ge=2)
     learning_rate: float = Field(gt=0)
     epochs: int = Field(gt=0)  # CE, one-stage and adversarial fine-tuning
     pretrain_epochs: int = Field(gt=0)  # two-stage CL, stage 1 (early stopping on validation loss)
@@ -106,14 +113,16 @@ class CsclEmbeddingPlot(Section):
 
 class CsclSensitivity(Section):
     """§4.2 RQ3, Fig. 4 (biasbios; Fig. 9 jigsaw): two-stage CL at λ ∈ {0, 5} with one hyper-parameter varied at a
-    time — τ ∈ {0.1, 0.5, 1, 2}, pre-training batch ∈ {32, 64, 128, 256}. The augmentation axis (EDA, back-translation,
-    contextual-LM insert / substitute) is not varied: only EDA is available offline (``biaslab.cscl.augment``)."""
+    time — τ ∈ {0.1, 0.5, 1, 2}, pre-training batch ∈ {32, 64, 128, 256}, augmentation ∈ {EDA, back-translation, CLM
+    insert, CLM substitute}. Back-translation has no offline model; the CLM augmentations use the registry's causal
+    LM in place of RoBERTa-base (``biaslab.cscl.augment``)."""
 
     task: Task  # the task varied (must be in cscl.tasks; paper: biasbios, jigsaw in the appendix)
     method: str  # a contrastive method of cscl.methods (two-stage CL)
     lambdas: list[float]  # λ values trained per variant (paper 0 and 5; each must be in the method's grid)
     temperatures: list[float]  # τ variants (the method's own τ is the default and is not retrained)
-    batch_sizes: list[int]  # pre-training batch variants (cscl.train.batch_size is the default)
+    batch_sizes: list[int]  # pre-training batch variants (cscl.train.pretrain_batch_size is the default)
+    augmentations: list[Augmentation]  # augmentation variants (cscl.augment.strategy is the default)
     cache_chunk: int = Field(ge=0)  # batches larger than this are encoded under gradient caching (0 = never)
     seed_subset: list[int]  # a subset of cscl.seeds (the default setting's runs come from the main stage)
 
@@ -168,6 +177,9 @@ class Cscl(Section):
         if S.method not in self.methods or self.methods[S.method].mode != "contrastive":
             raise ValueError(f"cscl.sensitivity.method {S.method!r} must name a method of mode contrastive in "
                              f"cscl.methods ({list(self.methods)})")
+        if self.augment.strategy in S.augmentations:
+            raise ValueError(f"cscl.sensitivity.augmentations {S.augmentations} lists cscl.augment.strategy "
+                             f"({self.augment.strategy!r}), the default setting whose runs are the main stage's: drop it")
         off_grid = [x for x in S.lambdas if x not in self.methods[S.method].grid]
         if off_grid or not S.lambdas:
             raise ValueError(f"cscl.sensitivity.lambdas {S.lambdas} must be non-empty values of "

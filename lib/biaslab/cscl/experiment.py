@@ -54,7 +54,8 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     log = ct.fit(model, tok, tr, val=va, views=[list(views[t]) for t in tr["text"]],
                  val_views=[list(views[t]) for t in va["text"]],
                  bank=bank, epochs=train.pretrain_epochs if two_stage else train.epochs,
-                 batch_size=train.batch_size, learning_rate=train.learning_rate,
+                 batch_size=train.pretrain_batch_size if two_stage else train.batch_size,
+                 learning_rate=train.learning_rate,
                  head_learning_rate=train.head_learning_rate, max_length=train.max_length,
                  seed=seed, device=device, patience=train.patience or None)
     # test features always; train / val only where a head is fitted on them (two-stage) or INLP starts (ce)
@@ -116,7 +117,8 @@ def top_prediction_share(pred: np.ndarray) -> float:
 def sensitivity_variants(method, train, *, temperatures: Sequence[float], batch_sizes: Sequence[int],
                          grad_cache_chunk: int) -> list[tuple[str, object, object]]:
     """The one-at-a-time variations of §4.2 RQ3 (Fig. 4) around the default setting: each τ in ``temperatures`` with
-    the default batch, each batch size in ``batch_sizes`` with the default τ. Returns (label, method, train)
+    the default batch, each pre-training batch size in ``batch_sizes`` with the default τ (the fine-tuning batch of
+    the classifier head stays ``train.batch_size``, as the paper's Table 5). Returns (label, method, train)
     triples — the method and ``cscl.train`` sections with the varied value replaced. Batches above
     ``grad_cache_chunk`` (> 0) are encoded under gradient caching, as the paper trains its 128- and 256-example
     batches; the default itself is not repeated (its runs are the main stage's)."""
@@ -128,13 +130,32 @@ def sensitivity_variants(method, train, *, temperatures: Sequence[float], batch_
         if t != method.temperature:
             out.append((f"τ={t:g}", method.model_copy(update={"temperature": float(t)}), train))
     for b in batch_sizes:
-        if b != train.batch_size:
+        if b != train.pretrain_batch_size:
             chunk = grad_cache_chunk if 0 < grad_cache_chunk < b else 0
-            out.append((f"batch={b}", method, train.model_copy(update={"batch_size": int(b), "grad_cache_chunk": chunk})))
+            out.append((f"batch={b}", method, train.model_copy(update={"pretrain_batch_size": int(b),
+                                                                       "grad_cache_chunk": chunk})))
     return out
 
 
-def default_label(method, batch_size: int) -> str:
-    """The label of the main stage's setting (``method``'s τ, ``cscl.train.batch_size``) in the sensitivity table and
-    figure."""
-    return f"default (τ={method.temperature:g}, batch={batch_size})"
+def default_label(method, batch_size: int, augmentation: str) -> str:
+    """The label of the main stage's setting (``method``'s τ, ``cscl.train.pretrain_batch_size``,
+    ``cscl.augment.strategy``) in
+    the sensitivity table and figure."""
+    return f"default (τ={method.temperature:g}, batch={batch_size}, {augmentation})"
+
+
+def augmented_inputs(texts: Sequence[str], augmentation: str, bank: ct.StateBank, *, encoder_dir, alpha: float,
+                     n_aug: int, seed: int, keep, max_length: int, batch_size: int, device: str, synonym_fn=None,
+                     next_words=None) -> tuple[pd.Series, ct.StateBank]:
+    """The inputs of an augmentation variant (§4.2 RQ3): ``texts``' views by ``augmentation``
+    (:func:`biaslab.cscl.augment.views`) as a text → views series, and ``bank`` extended with the frozen states of the
+    new views (the originals' are already in it)."""
+    from . import augment
+
+    texts = list(texts)
+    v = augment.views(texts, augmentation, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep, synonym_fn=synonym_fn,
+                      next_words=next_words)
+    new = [x for vs in v for x in vs if x not in bank.index]
+    extra = ct.compute_states(encoder_dir, new, n_frozen=bank.n_frozen, max_length=max_length,
+                              batch_size=batch_size, device=device)
+    return pd.Series(v, index=texts, dtype=object), bank.merged(extra)

@@ -19,11 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-BLACK_TERMS = ("black", "blacks", "african", "african american", "african americans", "african-american")
-OTHER_RACE_TERMS = ("white", "whites", "european", "american", "canadian", "asian", "chinese", "japanese", "indian",
-                    "hispanic", "latino", "latina", "latinx", "mexican", "middle eastern", "arab", "arabs")
-GENDER_TERMS = ("he", "she", "him", "her", "his", "hers", "himself", "herself", "man", "woman", "men", "women", "mr",
-                "mrs", "ms", "male", "female", "boy", "girl", "father", "mother", "husband", "wife", "son", "daughter")
+from .terms import BLACK_TERMS, GENDER_TERMS, OTHER_RACE_TERMS, identity_terms  # noqa: F401 (identity_terms re-exported)
+
 TASKS = ("madlibs_race", "wiki_race", "sbic_race", "bios_gender", "genderqa_topic", "jigsaw_race", "biasbios_full")
 PAPER_SIZES = {  # App. B.1, Tables 1-2: samples per split
     "jigsaw_race": {"train": 25954, "val": 4390, "test": 12562},
@@ -38,13 +35,6 @@ def _pattern(terms: Iterable[str]) -> re.Pattern:
 
 
 BLACK_RE, OTHER_RE = _pattern(BLACK_TERMS), _pattern(OTHER_RACE_TERMS)
-
-
-def identity_terms(task: str) -> frozenset[str]:
-    """Single words that carry the task's protected attribute (kept out of EDA's edits)."""
-    if task.endswith("_race"):
-        return frozenset(w for t in BLACK_TERMS + OTHER_RACE_TERMS for w in t.split())
-    return frozenset(GENDER_TERMS)
 
 
 def race_attribute(texts: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,121 @@
+"""The reproduction report: built from claims tables and artefact files only, every file it references exists, every
+number in it is read from an input, a missing output fails naming it, and the scale column follows params."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from biaslab import config, report
+
+REPO = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+
+
+def _fixture(tmp_path: Path, our_value: float = 0.4217) -> Path:
+    reports = tmp_path / "reports"
+    (reports / "alpha/results").mkdir(parents=True)
+    (reports / "paper_values").mkdir()
+    pd.DataFrame({
+        "claim": ["A lowers bias", "B beats C", "D is flat"],
+        "paper_section": ["§4.1, Fig. 2", "§4.2, Table 3", "§5"],
+        "paper_value": ["−61.5%", "yes", "flat"],
+        "our_value": [our_value, -0.0731, 0.0058],
+        "ci_low": [0.3111, -0.1393, -0.0214],
+        "ci_high": [0.5329, -0.0092, 0.0377],
+        "verdict": ["contradicted", "reproduced", "inconclusive"],
+        "rule": ["direction", "direction", "negligible"],
+    }).to_csv(reports / "alpha/results/claims.csv", index=False)
+    (reports / "alpha/results/fig2_x.png").write_bytes(PNG)
+    (reports / "alpha/results/fig2_y.png").write_bytes(PNG)
+    pd.DataFrame({"setting": ["s", "t", "u"], "score": [0.8765, 0.5, 0.25], "paper_score": [0.9, 0.75, None]}).to_csv(
+        reports / "alpha/results/table3.csv", index=False)
+    (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump({
+        "paper": "alpha", "title": "Alpha paper", "text": "alpha.md",
+        "artefacts": [
+            {"id": "Figure 2", "ref": "§4.1", "shows": "bias against lambda", "ours": ["alpha/results/fig2_*.png"],
+             "match": ["Fig. 2"]},
+            {"id": "Table 3", "ref": "§4.2", "shows": "methods", "ours": ["alpha/results/table3.csv"],
+             "match": ["Table 3"], "compare": [{"what": "score", "file": "alpha/results/table3.csv", "key": ["setting"],
+                                               "ours": "score", "paper": "paper_score", "tolerance": 0.05}]},
+            {"id": "Table 9", "ref": "App.", "shows": "other backbone", "ours": [],
+             "not_reproduced": "the backbone is not available offline"},
+        ]}, allow_unicode=True), encoding="utf-8")
+    return reports
+
+
+PARAMS = {"alpha": {"train": {"epochs": 3, "lr": 1e-4}, "seeds": [0, 1]}}
+PAPER_SCALE = {"alpha": {"train": {"epochs": 10}, "seeds": [0, 1]}}
+
+
+def test_the_report_reads_every_number_from_its_inputs(tmp_path):
+    reports = _fixture(tmp_path)
+    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    assert "1 reproduced, 1 contradicted, 1 inconclusive" in md
+    assert "CPU default (1 of 2 paper-scale settings differ: alpha.train.epochs)" in md
+    assert "| Figure 2 | §4.1 | bias against lambda | [fig2_x.png](alpha/results/fig2_x.png), [fig2_y.png]" in md
+    assert "regenerated; claims: 0 reproduced, 1 contradicted, 0 inconclusive" in md
+    assert "| Table 9 | App. | other backbone | – | not regenerated |" in md
+    assert "- **alpha Table 9**: (other backbone) the backbone is not available offline" in md
+    assert "- **alpha, contradicted**: A lowers bias (§4.1, Fig. 2; paper −61.5%, ours 0.422 [0.311, 0.533])" in md
+    assert "<img src='alpha/results/fig2_x.png'" in page and "0.8765" in page  # CSV preview
+    assert "class='contradicted'" in page
+    # no number is typed: each one in the Markdown is an input value (as printed), a count or a section number
+    inputs = {"0.422", "0.311", "0.533", "-0.0731", "-0.139", "-0.0092", "0.0058", "-0.0214", "0.0377", "-61.5",
+              "4.1", "4.2", "5", "2", "3", "9", "1", "0", "95",
+              "0.9", "0.876", "0.75", "0.5", "0.05"}  # Table 3's paper and our values, the tolerance of its yaml
+    computed = {"-0.0235", "-0.25", "0.137"}  # ours − paper per row, and the median |difference|
+    assert "**Table 3, score** ([table3.csv](alpha/results/table3.csv)): 1 of 2 within ±0.05 of the paper; median " \
+           "|difference| 0.137." in md  # row u has no paper value: not compared
+    assert "| s | 0.9 | 0.876 | -0.0235 |" in md and "| u |" not in md
+    assert "score (table3.csv): 1 of 2 within ±0.05 of the paper" in page
+    numbers = set(re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", md.replace("−", "-")))
+    assert numbers <= inputs | computed, numbers - inputs - computed
+    # and a changed output changes the report
+    assert "0.977 [0.311" in report.build(_fixture(tmp_path / "b", our_value=0.9766), ["alpha"], PARAMS, PAPER_SCALE)[0]
+
+
+def test_a_missing_output_or_bad_artefact_file_fails_naming_it(tmp_path):
+    reports = _fixture(tmp_path)
+    (reports / "alpha/results/table3.csv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"table3\.csv: listed for alpha Table 3 in paper_values/alpha\.yaml"):
+        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    with pytest.raises(FileNotFoundError, match=r"beta\.yaml: no artefact file"):
+        report.build(reports, ["beta"], PARAMS, PAPER_SCALE)
+    (reports / "paper_values/alpha.yaml").write_text("paper: alpha\ntitle: t\ntext: x\nartefacts: [{id: 1}]\n")
+    with pytest.raises(ValueError, match=r"(?s)alpha\.yaml: .*artefacts\.0\.ref"):
+        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    reports = _fixture(tmp_path / "c")
+    pd.DataFrame({"setting": ["s"], "score": [0.5]}).to_csv(reports / "alpha/results/table3.csv", index=False)
+    with pytest.raises(ValueError, match=r"table3\.csv: no column \['paper_score'\] for the comparison 'score'"):
+        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    (reports / "alpha/results/claims.csv").write_text("claim,verdict\nx,reproduced\n")
+    (reports / "paper_values/alpha.yaml").write_text("paper: alpha\ntitle: t\ntext: x\nartefacts: []\n")
+    with pytest.raises(ValueError, match=r"claims\.csv: missing columns"):
+        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+
+
+def test_scale_is_paper_scale_only_when_every_setting_matches():
+    assert report.scale({"alpha": {"train": {"epochs": 10, "lr": 1}, "seeds": [0, 1]}}, PAPER_SCALE,
+                        "alpha")["label"] == "paper scale"
+    s = report.scale(PARAMS, PAPER_SCALE, "alpha")
+    assert s["label"] == "CPU default" and s["differ"] == ["alpha.train.epochs"] and s["paper_scale_keys"] == 2
+
+
+def test_the_repository_report_references_only_existing_files():
+    """The committed outputs of every paper in report.papers: each artefact file exists (a glob matches at least
+    one), and every link and image of both pages resolves inside reports/."""
+    p = config.load_params(REPO / "params.yaml", sections=["report"])
+    raw = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    scale = yaml.safe_load((REPO / "configs/paper-scale.yaml").read_text(encoding="utf-8"))
+    md, page = report.build(REPO / "reports", p.report.papers, raw, scale)
+    links = re.findall(r"\]\(([^)#]+)\)", md) + re.findall(r"(?:src|href)='([^'#]+)'", page)
+    assert len(links) > 40
+    missing = [x for x in links if not (REPO / "reports" / x).is_file()]
+    assert not missing, missing
+    for paper in p.report.papers:
+        assert f"## {paper}" in md and f"<h2 id='{paper}'>" in page
