@@ -119,3 +119,28 @@ def test_the_repository_report_references_only_existing_files():
     assert not missing, missing
     for paper in p.report.papers:
         assert f"## {paper}" in md and f"<h2 id='{paper}'>" in page
+
+
+def test_typed_paper_values_are_matched_to_filtered_rows_and_judged_by_sign(tmp_path):
+    reports = _fixture(tmp_path)
+    pd.DataFrame({"cutoff": [10, 10, 20], "ranker": ["a|x", "b", "a|x"], "pct": [-4.0, 3.0, 9.0]}).to_csv(
+        reports / "alpha/results/changes.csv", index=False)
+    spec = yaml.safe_load((reports / "paper_values/alpha.yaml").read_text(encoding="utf-8"))
+    spec["artefacts"].append({"id": "Table 5", "ref": "§6", "shows": "changes", "ours": ["alpha/results/changes.csv"],
+                              "compare": [{"what": "% change", "file": "alpha/results/changes.csv",
+                                           "where": {"cutoff": "10"}, "key": ["ranker"], "ours": "pct",
+                                           "rule": "same_sign", "ref": "Table 5",
+                                           "values": [{"key": ["a|x"], "value": -7.5}, {"key": ["b"], "value": -1.5}]}]})
+    (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
+    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    assert "the paper's values from Table 5): 1 of 2 with the paper's sign" in md
+    assert "the paper&#x27;s values from Table 5): 1 of 2 with the paper" in page
+    assert "| a\\|x | -7.5 | -4 | 3.5 |" in md and "| b | -1.5 | 3 | 4.5 |" in md  # cut-off 20's row is filtered out
+    spec["artefacts"][-1]["compare"][0]["values"].append({"key": ["zzz"], "value": 1.0})
+    (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"changes\.csv: no row for \[\['zzz'\]\]"):
+        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    spec["artefacts"][-1]["compare"][0].pop("ref")
+    (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(ValueError, match="typed values need the ref"):
+        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)

@@ -20,29 +20,58 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import claims as cl
 
 PREVIEW_ROWS = 12  # rows of a CSV output shown under its artefact (the file has the rest)
 
 
+class PaperNumber(BaseModel):
+    """One number the paper prints, for the row of a stage output named by ``key`` (its key columns' values)."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: list[str]
+    value: float
+
+
 class Comparison(BaseModel):
-    """The paper's numbers beside ours, row by row, from one stage output that carries both (the stage writes the
-    paper's printed values in a column of their own, next to ours)."""
+    """The paper's numbers beside ours, row by row: ours from a stage output, the paper's from a column of that
+    output (where the stage writes the printed values beside its own) or typed here, in ``values``, each with the
+    ``ref`` of the table or figure that prints it."""
 
     model_config = ConfigDict(extra="forbid")
     what: str  # what the numbers are ("SEAT fairness per BBQ category")
     file: str  # a CSV relative to reports/, or a glob (one file per task: each is compared)
+    where: dict[str, str] = {}  # keep only the rows whose column (as text) equals this value
     key: list[str]  # the columns naming a row
     ours: str  # our value's column
-    paper: str  # the paper's value's column (rows where it is empty are not compared)
-    tolerance: float = Field(ge=0)  # |ours − paper| at most this counts as "within"
+    paper: str | None = None  # the paper's value's column (rows where it is empty are not compared)
+    values: list[PaperNumber] = []  # or the paper's values, typed from the paper
+    ref: str | None = None  # where ``values`` are printed (table / figure / section)
+    rule: Literal["within", "same_sign"] = "within"  # within: |ours − paper| <= tolerance; same_sign: the direction
+    tolerance: float | None = Field(default=None, ge=0)  # for rule within
     relative: bool = False  # tolerance as a share of |paper| (counts, sizes)
     not_comparable: str | None = None  # why the two differ by design (other data, other model): shown, not judged
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.paper is None) == (not self.values):
+            raise ValueError(f"comparison {self.what!r}: give the paper's numbers either as a column (paper) or as "
+                             "values, not both or neither")
+        if self.values and not self.ref:
+            raise ValueError(f"comparison {self.what!r}: typed values need the ref that prints them")
+        if self.rule == "within" and self.tolerance is None:
+            raise ValueError(f"comparison {self.what!r}: rule within needs a tolerance")
+        bad = [v.key for v in self.values if len(v.key) != len(self.key)]
+        if bad:
+            raise ValueError(f"comparison {self.what!r}: values keyed {bad} do not match key {self.key}")
+        return self
 
 
 class Artefact(BaseModel):
@@ -113,24 +142,42 @@ def compare(reports: Path, spec: Comparison, file: str) -> Compared:
     whether it is within the tolerance; the verdict counts the rows within it (or says why the numbers are not
     comparable). A missing column fails naming the file and the column."""
     df = pd.read_csv(reports / file)
-    missing = [c for c in [*spec.key, spec.ours, spec.paper] if c not in df.columns]
+    missing = [c for c in [*spec.key, spec.ours, *([spec.paper] if spec.paper else []), *spec.where]
+               if c not in df.columns]
     if missing:
         raise ValueError(f"{reports / file}: no column {missing} for the comparison {spec.what!r} (columns: "
                          f"{list(df.columns)}); fix paper_values or the stage output")
-    t = df[[*spec.key, spec.paper, spec.ours]].rename(columns={spec.paper: "paper", spec.ours: "ours"})
+    for col, val in spec.where.items():
+        df = df[df[col].astype(str) == str(val)]
+    if spec.paper:
+        t = df[[*spec.key, spec.paper, spec.ours]].rename(columns={spec.paper: "paper", spec.ours: "ours"})
+    else:
+        typed = pd.DataFrame([[*v.key, v.value] for v in spec.values], columns=[*spec.key, "paper"])
+        ours = df[[*spec.key, spec.ours]].rename(columns={spec.ours: "ours"}).astype({k: str for k in spec.key})
+        t = typed.merge(ours, on=spec.key, how="left", validate="one_to_one")
+        absent = t[t["ours"].isna()]
+        if len(absent):
+            raise ValueError(f"{reports / file}: no row for {absent[spec.key].values.tolist()[:3]} of the comparison "
+                             f"{spec.what!r} (filtered by {spec.where}); fix the keys in paper_values")
     t = t[pd.to_numeric(t["paper"], errors="coerce").notna()].copy()
     t["paper"], t["ours"] = t["paper"].astype(float), pd.to_numeric(t["ours"], errors="coerce")
     t["difference"] = t["ours"] - t["paper"]
-    bound = spec.tolerance * t["paper"].abs() if spec.relative else spec.tolerance
-    t["within"] = t["difference"].abs() <= bound
-    tol = f"±{spec.tolerance:.0%} (relative)" if spec.relative else f"±{spec.tolerance:g}"
+    if spec.rule == "same_sign":
+        t["within"] = np.sign(t["ours"]) == np.sign(t["paper"])
+        agree = "with the paper's sign (point estimates; the claims test the intervals)"
+    else:
+        bound = spec.tolerance * t["paper"].abs() if spec.relative else spec.tolerance
+        t["within"] = t["difference"].abs() <= bound
+        agree = "within " + (f"±{spec.tolerance:.0%} (relative)" if spec.relative else f"±{spec.tolerance:g}") + \
+            " of the paper"
     if spec.not_comparable:
         verdict = f"not comparable: {spec.not_comparable}"
     elif not len(t):
         verdict = "not compared: no row carries a paper value"
     else:
-        verdict = (f"{int(t['within'].sum())} of {len(t)} within {tol} of the paper; median |difference| "
-                   f"{t['difference'].abs().median():.3g}")
+        verdict = f"{int(t['within'].sum())} of {len(t)} {agree}"
+        if spec.rule == "within":
+            verdict += f"; median |difference| {t['difference'].abs().median():.3g}"
     return Compared(spec, file, t.reset_index(drop=True), verdict)
 
 
@@ -258,11 +305,12 @@ def markdown(reps: Sequence[PaperReport]) -> str:
         if numbers:
             lines += ["", "### The paper's numbers beside ours"]
         for art, c in numbers:
-            lines += ["", f"**{art.id}, {c.spec.what}** ([{Path(c.file).name}]({c.file})): {c.verdict}.", "",
+            src = f"; the paper's values from {c.spec.ref}" if c.spec.values else ""
+            lines += ["", f"**{art.id}, {c.spec.what}** ([{Path(c.file).name}]({c.file}){src}): {c.verdict}.", "",
                       "| " + " | ".join([*c.spec.key, "paper", "ours", "difference"]) + " |",
                       "|" + "---|" * (len(c.spec.key) + 3)]
             for r in c.table.itertuples(index=False):
-                keys = [str(r[i]) for i in range(len(c.spec.key))]
+                keys = [str(r[i]).replace("|", "\\|") for i in range(len(c.spec.key))]  # a pipe ends a cell
                 lines.append("| " + " | ".join([*keys, _num(r.paper), _num(r.ours), _num(r.difference)]) + " |")
         lines += ["", "### Claims", "", "| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
         for r in rep.claims.itertuples(index=False):
@@ -321,7 +369,9 @@ def html_page(reps: Sequence[PaperReport], reports: Path) -> str:
                                + "".join(f"<td>{e(_num(x))}</td>" for x in r[len(c.spec.key):len(c.spec.key) + 3])
                                + f"<td>{'yes' if r[-1] else 'no'}</td></tr>" for r in c.table.itertuples(index=False))
                 head = "".join(f"<th>{e(k)}</th>" for k in [*c.spec.key, "paper", "ours", "difference", "within"])
-                out.append(f"<p><b>{e(c.spec.what)}</b> (<a href='{e(c.file)}'>{e(c.file)}</a>): {e(c.verdict)}</p>"
+                src = f"; the paper's values from {c.spec.ref}" if c.spec.values else ""
+                out.append(f"<p><b>{e(c.spec.what)}</b> (<a href='{e(c.file)}'>{e(c.file)}</a>{e(src)}): "
+                           f"{e(c.verdict)}</p>"
                            f"<table class='preview'><tr>{head}</tr>{rows}</table>")
             for p in art.ours:
                 if p.endswith(".png"):

@@ -146,6 +146,17 @@ def _random_deletion(words, p, rng, keep):
     kept = [w for w in words if w in keep or rng.random() > p]
     return kept or [words[rng.randrange(len(words))]]
 
+def _start(text: str, *, alpha: float, n_aug: int, salt: str) -> tuple[random.Random, list[str], int]:
+    """What every augmentation starts with: its arguments checked, a generator seeded by ``salt`` and the text, the
+    text's cleaned words and the number of edits (``max(1, int(alpha · words))``)."""
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"cscl.augment.alpha must be in [0, 1], got {alpha}")
+    if n_aug < 1:
+        raise ValueError(f"cscl.augment.n_aug must be at least 1, got {n_aug}")
+    words = clean(text).split()
+    return random.Random(f"{salt}{text}"), words, max(1, int(alpha * len(words)))
+
+
 def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_aug: int, seed: int,
         keep: Collection[str] = frozenset()) -> list[str]:
     """``n_aug`` augmented copies of ``text`` (Wei & Zou's ``eda`` with α_sr = α_ri = α_rs = p_rd = ``alpha``):
@@ -155,15 +166,9 @@ def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_
     ``keep``: words never replaced, deleted or inserted (an addition to EDA, ``cscl.augment.keep_identity_terms``):
     CS-InfoNCE assumes a view has its example's protected attribute, and a synonym source may turn "black" into
     "white" (embedding neighbours do) or delete the identity term."""
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"cscl.augment.alpha must be in [0, 1], got {alpha}")
-    if n_aug < 1:
-        raise ValueError(f"cscl.augment.n_aug must be at least 1, got {n_aug}")
-    rng = random.Random(f"{seed}:{text}")
-    words = clean(text).split()
+    rng, words, n = _start(text, alpha=alpha, n_aug=n_aug, salt=f"{seed}:")
     if not words:
         return [text] * n_aug
-    n = max(1, int(alpha * len(words)))
     per = int(n_aug / 4) + 1
     out = []
     for _ in range(per):
@@ -174,6 +179,7 @@ def eda(text: str, synonyms: Callable[[str], Sequence[str]], *, alpha: float, n_
     texts = [" ".join(w) for w in out]
     rng.shuffle(texts)
     return texts[:n_aug]
+
 
 def synonym_source(kind: str, *, encoder_dir, wordnet_dir: str, neighbours: int):
     """The synonym function of ``cscl.augment.synonyms``: ``wordnet`` (database files in ``wordnet_dir``) or
@@ -283,15 +289,9 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
     context). Seeded per call."""
     if action not in ("substitute", "insert"):
         raise ValueError(f"action must be substitute or insert, got {action!r}")
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"cscl.augment.alpha must be in [0, 1], got {alpha}")
-    if n_aug < 1:
-        raise ValueError(f"cscl.augment.n_aug must be at least 1, got {n_aug}")
-    rng = random.Random(f"{seed}:{action}:{text}")
-    words = clean(text).split()
+    rng, words, n = _start(text, alpha=alpha, n_aug=n_aug, salt=f"{seed}:{action}:")
     if not words:
         return [text] * n_aug
-    n = max(1, int(alpha * len(words)))
     places = len(candidates)  # place g uses candidates[g - 1]
     if action == "substitute":
         eligible = [i for i in range(1, min(len(words), places + 1)) if words[i] not in STOP_WORDS
