@@ -138,8 +138,9 @@ def test_typed_paper_values_are_matched_to_filtered_rows_and_judged_by_sign(tmp_
     assert "| a\\|x | -7.5 | -4 | 3.5 |" in md and "| b | -1.5 | 3 | 4.5 |" in md  # cut-off 20's row is filtered out
     spec["artefacts"][-1]["compare"][0]["values"].append({"key": ["zzz"], "value": 1.0})
     (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"changes\.csv: no row for \[\['zzz'\]\]"):
-        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    md = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)[0]  # a setting the run lacks is named, not fatal
+    assert "1 of 2 with the paper's sign (point estimates; the claims test the intervals); 1 of the paper's rows " \
+           "are not in this run (zzz)" in md
     spec["artefacts"][-1]["compare"][0].pop("ref")
     (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
     with pytest.raises(ValueError, match="typed values need the ref"):
