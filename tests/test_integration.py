@@ -389,6 +389,13 @@ def edited_params(root: Path, old: str, new: str):
         path.write_text(good)
 
 
+def restore_stage(root: Path, dvc, stage: str):
+    """A failed `dvc repro` removed the stage's outputs before its command ran; the cache holds the last good run's,
+    so later tests (the report's links) see the pipeline as the first run left it, and DVC calls it current."""
+    dvc("checkout", stage)
+    assert stage not in dvc("status", stage).stdout
+
+
 def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):
     root, dvc, _, _ = pipeline
     with edited_params(root, "n_samples: 2000", "n_samples: lots"):
@@ -399,6 +406,7 @@ def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):
         proc = dvc("repro", "ragfair_seat", check=False)
         assert proc.returncode != 0 and "ragfair.seat.alhpa: unknown key" in proc.stderr + proc.stdout
     assert not any(root.rglob("*.tmp"))
+    restore_stage(root, dvc, "ragfair_seat")
 
 
 def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
@@ -409,6 +417,7 @@ def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
         assert proc.returncode != 0
         assert "msmarco-roberta-base-v2" in out and "models.local_dirs" in out
         assert not (root / "reports/ragfair/seat/seat_results.csv").exists()
+    restore_stage(root, dvc, "ragfair_seat")
 
 
 def test_missing_data_names_the_fetch_step(pipeline):
