@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from biaslab import stages as stage_decl
 from biaslab.paths import copy_project
 
 from conftest import REPO, mirror_dir
@@ -477,3 +478,42 @@ def test_the_report_covers_every_paper(pipeline):
         assert f"## {paper}" in readme and f"<h2 id='{paper}'>" in page
     for link in re.findall(r"\]\(([^)#]+)\)", readme):
         assert (root / "reports" / link).is_file(), link
+
+
+def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(pipeline):
+    """`biaslab sweep` with submitit's LocalExecutor: a seed added to the cscl grid runs as a job, the members DVC
+    calls current do not, the collecting analysis reruns in the driver with the new seed's rows, and DVC then calls
+    the whole pipeline current. The job's outputs are the bytes `dvc repro` writes for the same member."""
+    root, dvc, _, _ = pipeline
+    params_path = root / "params.yaml"
+    good = params_path.read_text()
+    params = yaml.safe_load(good)
+    params["cscl"]["seeds"] = [*params["cscl"]["seeds"], 2]
+    (root / "sweep.yaml").write_text(yaml.safe_dump({
+        "targets": ["cscl_analysis"],
+        "fan_out": {"cscl_train": {"timeout_min": 20, "cpus_per_task": 2, "mem_gb": 4, "gpus_per_node": 0}}}))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "BIASLAB_CACHE_DIR": str(root.parent / "cache"), "BIASLAB_DATA_MIRROR": str(mirror_dir())}
+    env.pop("BIASLAB_ROOT", None)
+    try:
+        params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+        proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "sweep", "sweep.yaml", "--executor", "local",
+                               "--jobs", "2", "--folder", str(root.parent / "sweeps")], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        ran = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in proc.stdout.splitlines()
+               if line.startswith("| ") and not line.startswith("| stage")}
+        assert ran["cscl_train@2"] == "job" and ran["cscl_train@0"] == ran["cscl_train@1"] == "current"
+        assert ran["cscl_analysis"] == "local"
+        assert list((root.parent / "sweeps" / "cscl_train").glob("*_log.out"))  # submitit's own job logs
+        methods = pd.read_csv(root / "reports/cscl/results/methods.csv")
+        assert set(methods["seed"]) == {0, 1, 2}
+        assert "Data and pipelines are up to date" in dvc("status").stdout
+        # tables, features and checkpoints; the executed notebook also holds the trainer's eval wall-clock (README)
+        outs = [p for p in stage_decl.outs("cscl_train@2", root) if not p.endswith(".ipynb")]
+        swept = read_tree(root, *outs)
+        dvc("repro", "--force", "--single-item", "cscl_train@2")
+        assert read_tree(root, *outs) == swept and swept
+    finally:
+        params_path.write_text(good)
+        dvc("repro", "cscl_analysis")

@@ -10,6 +10,9 @@
     biaslab deps [--write] [--cell STAGE]      check (or rewrite) every stage's library / data / params deps
     biaslab claims [PAPER ...]                 each paper's claims table (reports/<paper>/results/claims.csv) as
                                                Markdown: verdict counts and every claim with its interval
+    biaslab sweep FILE --executor local|debug|slurm [--jobs N] [--force] [--dry-run]
+                                               run the pipeline up to the sweep file's targets with the members
+                                               of its fan_out stages as scheduler jobs (submitit)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import functools
 import operator
 import sys
+from pathlib import Path
 
 
 def _cmd_run(args) -> int:
@@ -165,6 +169,19 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from . import sweep
+
+    try:
+        results = sweep.sweep(sweep.load_config(args.file), args.executor, jobs=args.jobs, force=args.force,
+                              dry_run=args.dry_run, folder=args.folder)
+    except sweep.SweepError as err:
+        print(f"biaslab sweep: {err}", file=sys.stderr)
+        return 1
+    print(sweep.summary(results))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="biaslab", description="biaslab: bias in text encoders and retrievers")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -206,6 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("claims", help="print each paper's claims table with computed verdicts as Markdown")
     c.add_argument("papers", nargs="*", help="paper slugs (default: every paper with a claims.csv)")
     c.set_defaults(fn=_cmd_claims)
+    sw = sub.add_parser("sweep", help="run a grid with its members as scheduler jobs (submitit: local, debug, slurm)")
+    sw.add_argument("file", help="a sweep file, e.g. configs/sweeps/paper-scale.yaml")
+    sw.add_argument("--executor", required=True, choices=["local", "debug", "slurm"])
+    sw.add_argument("--jobs", type=int, default=2, help="jobs at a time (local) / the array's parallelism (slurm)")
+    sw.add_argument("--force", action="store_true", help="rerun every fanned-out member, even those DVC calls current")
+    sw.add_argument("--dry-run", action="store_true", help="print the waves without running anything")
+    sw.add_argument("--folder", type=Path, help="submitit's logs (default: .sweeps/ in the repository)")
+    sw.set_defaults(fn=_cmd_sweep)
     args = ap.parse_args(argv)
     from .config import ParamsError
     from .data import DataError

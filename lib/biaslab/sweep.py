@@ -1,0 +1,274 @@
+"""Paper-scale grids on a scheduler: the pipeline's own stages, members fanned out as jobs (issue 15 §3).
+
+A grid in this project is a ``foreach`` stage of ``dvc.yaml`` (``cscl_train@{seed}``, ``fairrank_train@{seed}``,
+``intersect_train@{run}``, ``ragfair_train@{run}``, ``ragcontrol_train@{run}``, ...): ``configs/paper-scale.yaml``
+(or ``configs/ragfair-app61-grid.yaml``) widens the grid in params.yaml, DVC resolves its members. ``biaslab sweep``
+runs such a pipeline with the members of the named stages as jobs of an existing scheduler, through submitit:
+
+* ``--executor slurm``: one SLURM job per member (submitit job arrays, ``slurm_array_parallelism``), with the
+  resources the sweep file gives each stage;
+* ``--executor local``: the same jobs as processes on this machine (submitit's LocalExecutor), at most ``--jobs``
+  at a time;
+* ``--executor debug``: the jobs one after another inside this process (submitit's DebugExecutor; breakpoints work).
+
+Nothing in a member's job differs from ``dvc repro``: the job runs the member's ``cmd`` exactly as DVC resolves it
+(``python -m biaslab.run name@member --set ...``) in the repository, so every value still comes from params.yaml.
+The driver, on the login node or this machine, walks DVC's stage graph upstream from ``targets`` in waves: stages
+that are not fanned out run through ``dvc repro --single-item`` in the driver (data preparation, the analyses
+that collect the members, the report); the fanned-out members of a wave that DVC calls stale (all of them with
+``force``) are submitted together and waited for, and those that succeeded are recorded with ``dvc commit``, so
+DVC's lock holds their dependency and output hashes exactly as if ``dvc repro`` had run them, and the collecting
+stages downstream see them as current inputs. Results land in the tables the default pipeline writes.
+
+Why not ``dvc exp run --queue``: DVC's queue runs each *experiment* (a whole pipeline with its own params) in a
+separate copy of the repository; it parallelises variants of params.yaml (compare them with ``dvc exp show``),
+not the members of one foreach grid, whose outputs must meet in one workspace for the analysis stage. The README
+shows both: the queue for params variants, this command for a grid.
+
+Concurrency: members write disjoint outputs (DVC refuses overlapping outputs), and the shared caches (embedding
+store, model conversions) are written by temp-file-and-rename, so concurrent members do not corrupt each other;
+each job needs the repository, the data mirror and the cache on a filesystem every node sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from . import stages as stage_decl
+from .paths import repo_root
+
+EXECUTORS = ("local", "debug", "slurm")
+
+
+class SweepError(RuntimeError):
+    """A sweep file is invalid, a stage it names does not exist, or a member's job failed."""
+
+
+class Resources(BaseModel):
+    """What one member's job asks the scheduler for (submitit's generic parameters)."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout_min: int = Field(gt=0)
+    cpus_per_task: int = Field(gt=0)
+    mem_gb: float = Field(gt=0)
+    gpus_per_node: int = Field(ge=0)
+
+
+class SweepConfig(BaseModel):
+    """A sweep file (``configs/sweeps/*.yaml``): execution only — no value that changes a result lives here."""
+
+    model_config = ConfigDict(extra="forbid")
+    targets: list[str] = Field(min_length=1)
+    fan_out: dict[str, Resources] = Field(min_length=1)
+    slurm: dict[str, Any] = Field(default_factory=dict)  # extra slurm_* settings: partition, account, qos, ...
+
+
+def load_config(path: str | os.PathLike) -> SweepConfig:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise SweepError(f"{path}: no such sweep file (see configs/sweeps/)")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return SweepConfig.model_validate(raw)
+    except (yaml.YAMLError, ValidationError) as err:
+        raise SweepError(f"{path}: invalid sweep file:\n{err}") from None
+
+
+@dataclass
+class Wave:
+    """Stages whose upstream is complete: ``local`` run in the driver, ``jobs`` (fanned-out members) submitted."""
+
+    local: list[str] = field(default_factory=list)
+    jobs: list[str] = field(default_factory=list)
+
+
+def plan(upstream: dict[str, set[str]], targets: Iterable[str], fan_out: Iterable[str]) -> list[Wave]:
+    """Waves over ``targets`` and everything upstream of them, given each stage's direct upstream stages.
+
+    A stage enters the first wave after all of its upstream stages; ``fan_out`` names stages or foreach groups
+    (``cscl_train`` covers ``cscl_train@0``, ...) whose members become jobs. Within a wave, order is dvc.yaml's
+    (the mapping's) order.
+    """
+    groups = set(fan_out)
+    todo: list[str] = []
+    stack = list(targets)
+    seen: set[str] = set()
+    while stack:
+        s = stack.pop()
+        if s in seen:
+            continue
+        if s not in upstream:
+            raise SweepError(f"no stage {s!r} in dvc.yaml")
+        seen.add(s)
+        stack.extend(upstream[s])
+    todo = [s for s in upstream if s in seen]
+    waves, done = [], set()
+    while todo:
+        ready = [s for s in todo if upstream[s] <= done]
+        if not ready:  # DVC forbids cycles; this guards a malformed mapping
+            raise SweepError(f"cycle among stages {todo}")
+        wave = Wave()
+        for s in ready:
+            (wave.jobs if s.partition("@")[0] in groups or s in groups else wave.local).append(s)
+        waves.append(wave)
+        done.update(ready)
+        todo = [s for s in todo if s not in done]
+    return waves
+
+
+def stage_graph(root: Path) -> dict[str, set[str]]:
+    """Each pipeline stage's direct upstream stages, from DVC's own graph, in dvc.yaml order."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        graph = repo.index.graph
+        # stage names as dvc.yaml writes them (``addressing`` is relative to the working directory)
+        named = {n: n.name for n in graph.nodes if getattr(n, "cmd", None) and getattr(n, "name", None)}
+        edges = {named[n]: {named[d] for d in graph.successors(n) if d in named} for n in named}
+    order = stage_decl.all_stages(root)
+    return {s: edges[s] for s in order if s in edges}
+
+
+def run_member(root: str, stage: str, cmd: str) -> dict[str, Any]:
+    """The job: a member's ``cmd`` in the repository, as ``dvc repro`` would run it. Runs on the executor's side."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, shell=True, cwd=root, env=env)
+    seconds = round(time.perf_counter() - start, 1)
+    if proc.returncode != 0:
+        raise SweepError(f"{stage}: `{cmd}` exited with {proc.returncode} after {seconds} s")
+    return {"stage": stage, "seconds": seconds}
+
+
+def _dvc(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / "dvc"
+    proc = subprocess.run([str(exe) if exe.exists() else "dvc", *args], cwd=root, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise SweepError(f"dvc {' '.join(args)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def stale(root: Path, members: list[str]) -> list[str]:
+    """The members DVC would rerun (``dvc status`` of each alone; its upstream is complete when this is asked)."""
+    if not members:
+        return []
+    out = json.loads(_dvc(root, "status", "--json", *members).stdout or "{}")
+    return [m for m in members if m in out]
+
+
+def _executor(kind: str, folder: Path, resources: Resources, name: str, jobs: int, slurm: dict[str, Any]):
+    import submitit
+
+    ex = submitit.AutoExecutor(folder=folder / name, cluster=kind)
+    extra = {k if k.startswith("slurm_") else f"slurm_{k}": v for k, v in slurm.items()} if kind == "slurm" else {}
+    if kind == "slurm":
+        extra.setdefault("slurm_array_parallelism", jobs)
+    ex.update_parameters(name=name, timeout_min=resources.timeout_min, cpus_per_task=resources.cpus_per_task,
+                         mem_gb=resources.mem_gb, gpus_per_node=resources.gpus_per_node, **extra)
+    return ex
+
+
+@dataclass
+class Result:
+    stage: str
+    how: Literal["job", "local", "current"]
+    seconds: float | None = None
+    job_id: str | None = None
+    error: str | None = None
+
+
+def sweep(config: SweepConfig, executor: str = "local", *, root: Path | None = None, jobs: int = 2,
+          force: bool = False, dry_run: bool = False, folder: Path | None = None,
+          echo: Callable[[str], None] = print) -> list[Result]:
+    """Run ``config.targets`` and their upstream, ``config.fan_out`` members as ``executor`` jobs (module doc).
+
+    ``force`` reruns every fanned-out member even when DVC calls it current; the driver's stages follow DVC's own
+    staleness. ``jobs`` caps concurrent jobs (local: processes at a time; slurm: the array's parallelism).
+    ``folder`` holds submitit's logs (default ``.sweeps/`` in the repository, ignored by git and DVC).
+    """
+    if executor not in EXECUTORS:
+        raise SweepError(f"executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if jobs < 1:
+        raise SweepError(f"--jobs must be at least 1, got {jobs}")
+    root = Path(root or repo_root()).resolve()
+    graph = stage_graph(root)
+    for name in config.fan_out:
+        if name not in graph and not any(s.startswith(name + "@") for s in graph):
+            raise SweepError(f"fan_out names {name!r}, which is no stage of dvc.yaml")
+    waves = plan(graph, config.targets, config.fan_out)
+    folder = Path(folder or root / ".sweeps")
+    results: list[Result] = []
+    for i, wave in enumerate(waves, 1):
+        echo(f"wave {i}/{len(waves)}: {len(wave.local)} in the driver, {len(wave.jobs)} fanned out")
+        if dry_run:
+            results += [Result(s, "local") for s in wave.local] + [Result(s, "job") for s in wave.jobs]
+            continue
+        for s in wave.local:
+            t0 = time.perf_counter()
+            out = _dvc(root, "repro", "--single-item", s).stdout
+            ran = "Running stage" in out
+            results.append(Result(s, "local" if ran else "current", round(time.perf_counter() - t0, 1) if ran else None))
+        todo = list(wave.jobs) if force else stale(root, wave.jobs)
+        results += [Result(s, "current") for s in wave.jobs if s not in todo]
+        if not todo:
+            continue
+        done, failed = _submit(root, todo, config, executor, folder, jobs, echo)
+        if done:
+            _dvc(root, "commit", "--force", *[r.stage for r in done])
+        results += done + failed
+        if failed:
+            lines = "\n".join(f"  {r.stage}: {r.error}" for r in failed)
+            raise SweepError(f"{len(failed)} of {len(todo)} jobs failed (the {len(done)} that succeeded are "
+                             f"committed; logs under {folder}):\n{lines}")
+    return results
+
+
+def _submit(root: Path, members: list[str], config: SweepConfig, executor: str, folder: Path, jobs: int,
+            echo: Callable[[str], None]) -> tuple[list[Result], list[Result]]:
+    """Submit ``members`` grouped by stage (one job array per group), wait, and split successes from failures."""
+    from tqdm.auto import tqdm
+
+    by_group: dict[str, list[str]] = {}
+    for m in members:
+        by_group.setdefault(m if m in config.fan_out else m.partition("@")[0], []).append(m)
+    done: list[Result] = []
+    failed: list[Result] = []
+    for group, items in by_group.items():
+        ex = _executor(executor, folder, config.fan_out[group], group, jobs, config.slurm)
+        cmds = [stage_decl.resolve(m, root)["cmd"] for m in items]
+        cmds = [" ".join(c) if isinstance(c, list) else str(c) for c in cmds]
+        # local processes start at once when submitted: cap them at `jobs` by submitting in slices
+        step = jobs if executor == "local" else len(items)
+        for lo in range(0, len(items), step):
+            batch = items[lo:lo + step]
+            with ex.batch():
+                handles = [ex.submit(run_member, str(root), m, c) for m, c in zip(batch, cmds[lo:lo + step])]
+            echo(f"{group}: submitted {', '.join(f'{m} ({h.job_id})' for m, h in zip(batch, handles))}")
+            for m, h in tqdm(list(zip(batch, handles)), desc=group, unit="job"):
+                try:
+                    out = h.result()
+                    done.append(Result(m, "job", out["seconds"], str(h.job_id)))
+                except Exception as err:  # the job's own exception, re-raised by submitit with its traceback
+                    failed.append(Result(m, "job", None, str(h.job_id), f"{type(err).__name__}: "
+                                         f"{str(err).strip().splitlines()[-1] if str(err).strip() else ''}"))
+    return done, failed
+
+
+def summary(results: list[Result]) -> str:
+    """A Markdown table of what ran where."""
+    rows = ["| stage | ran | seconds | job |", "|---|---|---:|---|"]
+    rows += [f"| {r.stage} | {r.how if not r.error else 'failed'} | {'' if r.seconds is None else r.seconds} | "
+             f"{r.job_id or ''} |" for r in results]
+    return "\n".join(rows)
