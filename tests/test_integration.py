@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -390,35 +391,42 @@ def edited_params(root: Path, old: str, new: str):
         path.write_text(good)
 
 
-def restore_stage(root: Path, dvc, stage: str):
-    """A failed `dvc repro` removed the stage's outputs before its command ran; the cache holds the last good run's,
-    so later tests (the report's links) see the pipeline as the first run left it, and DVC calls it current."""
-    dvc("checkout", stage)
+@contextlib.contextmanager
+def outputs_kept(root: Path, dvc, stage: str):
+    """A failed `dvc repro` removes the stage's outputs before its command runs (and report outputs are not in
+    DVC's cache): put the first run's bytes back afterwards, so later tests (the report's links) see the pipeline
+    that run left, and check that DVC calls the stage current again."""
+    kept = read_tree(root, *stage_decl.outs(stage, root))
+    try:
+        yield
+    finally:
+        for rel, data in kept.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
     assert stage not in dvc("status", stage).stdout
 
 
 def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):
     root, dvc, _, _ = pipeline
-    with edited_params(root, "n_samples: 2000", "n_samples: lots"):
-        proc = dvc("repro", "ragfair_seat", check=False)
-        assert proc.returncode != 0
-        assert "ragfair.seat.n_samples" in proc.stderr + proc.stdout
-    with edited_params(root, "  alpha: 0.05", "  alpha: 0.05\n    alhpa: 0.1"):
-        proc = dvc("repro", "ragfair_seat", check=False)
-        assert proc.returncode != 0 and "ragfair.seat.alhpa: unknown key" in proc.stderr + proc.stdout
-    assert not any(root.rglob("*.tmp"))
-    restore_stage(root, dvc, "ragfair_seat")
+    with outputs_kept(root, dvc, "ragfair_seat"):
+        with edited_params(root, "n_samples: 2000", "n_samples: lots"):
+            proc = dvc("repro", "ragfair_seat", check=False)
+            assert proc.returncode != 0
+            assert "ragfair.seat.n_samples" in proc.stderr + proc.stdout
+        with edited_params(root, "  alpha: 0.05", "  alpha: 0.05\n    alhpa: 0.1"):
+            proc = dvc("repro", "ragfair_seat", check=False)
+            assert proc.returncode != 0 and "ragfair.seat.alhpa: unknown key" in proc.stderr + proc.stdout
+        assert not any(root.rglob("*.tmp"))
 
 
 def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
     root, dvc, _, _ = pipeline
-    with edited_params(root, "model: minilm", "model: msmarco-roberta-base-v2"):
+    with outputs_kept(root, dvc, "ragfair_seat"), edited_params(root, "model: minilm", "model: msmarco-roberta-base-v2"):
         proc = dvc("repro", "ragfair_seat", check=False)
         out = proc.stderr + proc.stdout
         assert proc.returncode != 0
         assert "msmarco-roberta-base-v2" in out and "models.local_dirs" in out
         assert not (root / "reports/ragfair/seat/seat_results.csv").exists()
-    restore_stage(root, dvc, "ragfair_seat")
 
 
 def test_missing_data_names_the_fetch_step(pipeline):
@@ -468,6 +476,27 @@ def test_fairrank_outputs_are_sane(pipeline):
         assert (root / "reports/fairrank/results" / fig).read_bytes()[:4] == b"\x89PNG"
     scores = pd.read_parquet(root / "data/processed/fairrank/scores/seed1.parquet")
     assert scores.groupby("ranker").size().eq(43 * 20).all()
+
+
+def test_bias_cards_cover_every_papers_checkpoints(pipeline):
+    root = pipeline[0]
+    cards = pd.read_csv(root / "reports/cards/cards.csv").set_index("checkpoint")
+    for name in ("base/minilm", "ragfair/lora_wiseft", "intersect/indic-srk4-C1", "ragcontrol/politics-last1",
+                 "fairrank/bm25", "fairrank/minilm|penalty_relevant@1", "cscl/sbic_race/ce"):
+        assert name in cards.index, name
+    encoders = cards[cards["kind"] == "encoder"]
+    measures = ["seat_abs_es", "spd", "eod", "acc_at_1", "probe_r2_last", "embedder_bias[GenderBias-QA]",
+                "embedder_bias[PoliticBias-QA]", "rank:ARaB-tc@10", "rank:NFaiRR@10", "rank:MRR@10"]
+    assert encoders[measures].notna().all().all()
+    # a trained encoder is not its base (identical numbers would be a bug)
+    base = encoders.loc["base/minilm", measures]
+    for name in ("ragfair/lora_wiseft", "ragcontrol/politics-last1"):
+        assert not np.allclose(encoders.loc[name, measures].astype(float), base.astype(float)), name
+    assert cards.loc["cscl/sbic_race/ce", "eo_gap"] >= 0 and pd.isna(cards.loc["cscl/sbic_race/ce", "spd"])
+    changes = pd.read_csv(root / "reports/cards/bias_change.csv")
+    assert set(changes["paper"]) >= {"ragfair", "ragcontrol", "fairrank"}
+    assert (pd.read_csv(root / "reports/cards/moved.csv")["bias_change"] < 0).all()
+    assert (root / "reports/cards/heatmap.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_the_report_covers_every_paper(pipeline):

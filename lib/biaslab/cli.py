@@ -10,6 +10,8 @@
     biaslab deps [--write] [--cell STAGE]      check (or rewrite) every stage's library / data / params deps
     biaslab claims [PAPER ...]                 each paper's claims table (reports/<paper>/results/claims.csv) as
                                                Markdown: verdict counts and every claim with its interval
+    biaslab card MODEL [--json]               a cross-paper bias card of one encoder (a registry name or a model
+                                               folder), measured as the cards stage measures every checkpoint
     biaslab sweep FILE --executor local|debug|slurm [--jobs N] [--force] [--dry-run]
                                                run the pipeline up to the sweep file's targets with the members
                                                of its fan_out stages as scheduler jobs (submitit)
@@ -169,6 +171,32 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+def _cmd_card(args) -> int:
+    import json
+
+    from .cards import measure
+    from .config import load_params
+    from .paths import repo_root
+
+    root = repo_root()
+    P = load_params(sections=["common", "data", "models", "ragfair", "fairrank", "cards"])
+    try:
+        probes = measure.load_probes(root, P)
+    except FileNotFoundError as err:
+        print(f"biaslab card: {err}", file=sys.stderr)
+        return 2
+    enc = measure.load_encoder(args.model, root, P.models, device=P.common.device, batch_size=P.common.batch_size)
+    card = measure.encoder_card(enc, args.model, probes)
+    if args.json:
+        print(json.dumps({"checkpoint": args.model, **card}, indent=2))
+    else:
+        width = max(map(len, card))
+        print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
+        for k, v in card.items():
+            print(f"  {k:<{width}}  {v:>10.4f}  {measure.direction(k) or 'not a bias level'}")
+    return 0
+
+
 def _cmd_sweep(args) -> int:
     from . import sweep
 
@@ -223,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("claims", help="print each paper's claims table with computed verdicts as Markdown")
     c.add_argument("papers", nargs="*", help="paper slugs (default: every paper with a claims.csv)")
     c.set_defaults(fn=_cmd_claims)
+    cd = sub.add_parser("card", help="a cross-paper bias card of one encoder (the cards stage's measures)")
+    cd.add_argument("model", help="a registry name (e.g. minilm) or a sentence-transformers folder")
+    cd.add_argument("--json", action="store_true", help="machine-readable output")
+    cd.set_defaults(fn=_cmd_card)
     sw = sub.add_parser("sweep", help="run a grid with its members as scheduler jobs (submitit: local, debug, slurm)")
     sw.add_argument("file", help="a sweep file, e.g. configs/sweeps/paper-scale.yaml")
     sw.add_argument("--executor", required=True, choices=["local", "debug", "slurm"])

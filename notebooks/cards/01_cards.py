@@ -1,0 +1,117 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -all
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Bias cards across papers
+#
+# One row per checkpoint the pipeline trains — ragfair's fairness fine-tunes, intersect's bias retrievers,
+# ragcontrol's reverse-biased embedders, fairrank's rankers, cscl's classifiers — and the base encoder, each
+# measured the same way by the function of the paper that owns the measure (`biaslab.cards.measure`): SEAT,
+# BBQ-SEAT and layer probing (ragfair §3.3), BBQ retrieval SPD / EOD / Acc@1 (ragfair §3.3.2), embedder bias on
+# GenderBias-QA / PoliticBias-QA (ragcontrol §3), ARaB / NFaiRR / MRR@10 as a re-ranker of TREC DL19 (fairrank
+# §4), ΔEO (cscl §4). The question no single paper asks: does a mitigation from one paper lower the bias another
+# paper measures?
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from biaslab import config
+from biaslab.cards import measure
+from biaslab.io import write_csv
+from biaslab.paths import repo_root
+from biaslab.plots import save_figure, set_style
+from biaslab.runtime import progress, seed_everything
+
+# %% tags=["parameters"]
+# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
+# -p or with `biaslab run STAGE --set name=value` to override it.
+seed = ...  # common.seed
+device = ...  # common.device
+batch_size = ...  # common.batch_size
+raw_dir = ...  # data.raw_dir
+allow_downloads = ...  # models.allow_downloads
+encoder = ...  # models.encoder
+local_dirs = ...  # models.local_dirs
+tests = ...  # ragfair.seat.tests
+exact_limit = ...  # ragfair.seat.exact_limit
+e_max = ...  # ragfair.seat.e_max
+alpha = ...  # ragfair.seat.alpha
+tau = ...  # ragfair.probing.tau
+folds = ...  # ragfair.probing.folds
+ridge_alphas = ...  # ragfair.probing.ridge_alphas
+shuffles = ...  # ragfair.probing.shuffles
+max_rows_per_category = ...  # ragfair.evaluate.max_rows_per_category
+seat_n_samples = ...  # ragfair.evaluate.seat_n_samples
+relevance = ...  # fairrank.data.relevance
+rerank_depth = ...  # fairrank.data.rerank_depth
+cutoffs = ...  # fairrank.eval.cutoffs
+mrr_cutoff = ...  # fairrank.eval.mrr_cutoff
+base_models = ...  # cards.base_models
+papers = ...  # cards.papers
+embedder_tasks = ...  # cards.embedder_tasks
+rank_query_set = ...  # cards.rank_query_set
+rank_measures = ...  # cards.rank_measures
+moved_top = ...  # cards.moved_top
+
+# %%
+P = config.stage_params(globals(), "cards")
+C = P.cards
+ROOT = repo_root()
+OUT = ROOT / "reports/cards"
+seed_everything(P.common.seed)
+set_style()
+probes = measure.load_probes(ROOT, P)
+checkpoints = measure.encoder_checkpoints(ROOT, C.base_models, C.papers)
+print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probes.seat_tests)} SEAT tests, "
+      f"{sum(len(t) for t, _ in probes.embedder_tasks.values())} embedder-bias questions, "
+      f"{len(probes.rank_args['qids'])} ranking queries")
+
+# %%
+encoder_rows = []
+for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
+    enc = measure.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size)
+    encoder_rows.append((ck, measure.encoder_card(enc, ck.name, probes)))
+rankers = measure.ranker_rows(pd.read_csv(ROOT / "reports/fairrank/results/per_query.csv", dtype={"qid": str}),
+                              C.rank_query_set, C.rank_measures)
+classifiers = measure.classifier_rows(pd.read_csv(ROOT / "reports/cscl/results/methods.csv"))
+cards = measure.table(encoder_rows, [rankers, classifiers])
+write_csv(OUT / "cards.csv", cards)
+cards.drop(columns=["source", "mitigation", "not_measured"]).round(3)
+
+# %% [markdown]
+# ## Which mitigation moved which measure
+#
+# Change in bias against each row's reference (encoders: the base encoder; fairrank's rankers: its base ranker;
+# cscl's classifiers: CE on the same task); negative = less biased, in the measure's own units. Point estimates:
+# the papers' own stages carry the intervals for their own comparisons.
+
+# %%
+changes = measure.bias_change(cards, C.base_models[0])
+top = measure.moved(changes, C.moved_top)
+write_csv(OUT / "bias_change.csv", changes)
+write_csv(OUT / "moved.csv", top)
+top.round(3)
+
+# %%
+grid = measure.heatmap_frame(changes)
+fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1], 1.2 + 0.32 * grid.shape[0]))
+sns.heatmap(grid, cmap="RdBu_r", center=0, vmin=-1, vmax=1, ax=ax, linewidths=0.5,
+            cbar_kws={"label": "change in bias / largest |change| in the column"})
+ax.grid(False)
+ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, or is not taken (cards.csv says why)
+ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
+             "not measured)")
+ax.set_xlabel("measure")
+ax.set_ylabel("checkpoint")
+save_figure(fig, OUT / "heatmap.png")

@@ -1,0 +1,112 @@
+"""Cross-paper bias cards: rows, references, bias changes and the ranking, on hand-made tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslab.cards import measure
+
+
+def _cards() -> pd.DataFrame:
+    rows = [
+        {"checkpoint": "base/minilm", "paper": "base", "kind": "encoder", "spd": -0.10, "seat_fairness": 0.6,
+         "acc_at_1": 20.0, "rank:NFaiRR@10": 0.90},
+        {"checkpoint": "ragfair/lora", "paper": "ragfair", "kind": "encoder", "spd": 0.05, "seat_fairness": 0.7,
+         "acc_at_1": 18.0, "rank:NFaiRR@10": 0.85},
+        {"checkpoint": "intersect/x", "paper": "intersect", "kind": "encoder", "spd": -0.20, "seat_fairness": 0.6,
+         "acc_at_1": 21.0, "rank:NFaiRR@10": 0.95},
+        {"checkpoint": "fairrank/bm25", "paper": "fairrank", "kind": "ranker", "rank:NFaiRR@10": 0.99},
+        {"checkpoint": "fairrank/minilm|base@0", "paper": "fairrank", "kind": "ranker", "rank:NFaiRR@10": 0.97},
+        {"checkpoint": "fairrank/minilm|lws@0", "paper": "fairrank", "kind": "ranker", "rank:NFaiRR@10": 0.98},
+        {"checkpoint": "cscl/t/ce", "paper": "cscl", "kind": "classifier", "eo_gap": 0.30, "macro_f1": 0.6},
+        {"checkpoint": "cscl/t/two_stage@5", "paper": "cscl", "kind": "classifier", "eo_gap": 0.10, "macro_f1": 0.5},
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_bias_change_reads_each_measure_in_its_own_direction_against_the_rows_reference():
+    ch = measure.bias_change(_cards(), "minilm").set_index(["checkpoint", "measure"])["bias_change"]
+    assert ch[("ragfair/lora", "spd")] == pytest.approx(0.05 - 0.10)  # |0.05| < |-0.10|: less biased
+    assert ch[("intersect/x", "spd")] == pytest.approx(0.10)  # |-0.20| > |-0.10|: more biased
+    assert ch[("ragfair/lora", "seat_fairness")] == pytest.approx(-0.1)  # higher fairness score = less biased
+    assert ch[("ragfair/lora", "rank:NFaiRR@10")] == pytest.approx(0.05)  # lower NFaiRR = more biased
+    assert ch[("fairrank/minilm|lws@0", "rank:NFaiRR@10")] == pytest.approx(-0.01)  # vs the base ranker
+    assert ch[("cscl/t/two_stage@5", "eo_gap")] == pytest.approx(-0.2)  # vs CE on the same task
+    measures = set(ch.index.get_level_values("measure"))
+    assert "acc_at_1" not in measures and "macro_f1" not in measures  # utility is never a bias change
+    names = set(ch.index.get_level_values("checkpoint"))
+    assert not {"base/minilm", "fairrank/bm25", "fairrank/minilm|base@0", "cscl/t/ce"} & names  # references
+
+
+def test_moved_lists_only_reductions_largest_first_and_the_heatmap_scales_each_column():
+    ch = measure.bias_change(_cards(), "minilm")
+    top = measure.moved(ch, 1)
+    assert (top["bias_change"] < 0).all()
+    assert top.set_index("measure")["checkpoint"].to_dict() == {
+        "eo_gap": "cscl/t/two_stage@5", "rank:NFaiRR@10": "intersect/x", "seat_fairness": "ragfair/lora",
+        "spd": "ragfair/lora"}
+    grid = measure.heatmap_frame(ch)
+    assert np.nanmax(grid.abs().to_numpy()) == pytest.approx(1.0)
+    assert grid.loc["intersect/x", "spd"] == pytest.approx(1.0) and grid.loc["ragfair/lora", "spd"] == pytest.approx(-0.5)
+
+
+def test_a_missing_reference_row_is_named():
+    cards = _cards()
+    with pytest.raises(ValueError, match=r"base/gte"):
+        measure.bias_change(cards, "gte")
+
+
+def test_classifier_and_ranker_rows_average_over_seeds_and_queries():
+    methods = pd.DataFrame({"task": "t", "method": ["ce", "ce", "two_stage", "two_stage"],
+                            "value": [np.nan, np.nan, 5.0, 5.0], "seed": [0, 1, 0, 1],
+                            "eo_gap": [0.2, 0.4, 0.1, 0.3], "macro_f1": [0.5, 0.7, 0.6, 0.6]})
+    rows = measure.classifier_rows(methods).set_index("checkpoint")
+    assert rows.loc["cscl/t/ce", "eo_gap"] == pytest.approx(0.3)
+    assert rows.loc["cscl/t/two_stage@5", "eo_gap"] == pytest.approx(0.2)
+    assert (rows["kind"] == "classifier").all() and rows["not_measured"].str.contains("not models").all()
+    pq = pd.DataFrame({"ranker": ["bm25"] * 4, "query_set": ["dl19_fair"] * 2 + ["dl19"] * 2,
+                       "qid": ["1", "2", "1", "3"], "measure": "NFaiRR@10", "value": [0.8, 1.0, 0.0, 0.0]})
+    r = measure.ranker_rows(pq, "dl19_fair", ["NFaiRR@10"]).set_index("checkpoint")
+    assert r.loc["fairrank/bm25", "rank:NFaiRR@10"] == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="ARaB-tc@10"):
+        measure.ranker_rows(pq, "dl19_fair", ["ARaB-tc@10"])
+
+
+class _Enc:
+    """A fake encoder: a text's vector is its letter counts of 'a' and 'b'."""
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return np.array([[t.count("a"), t.count("b")] for t in texts], dtype=float)
+
+
+def test_a_biencoder_run_scores_cosine_and_encodes_each_text_once():
+    lists = pd.DataFrame({"qid": ["1", "1", "2"], "query": ["aa", "aa", "bb"], "docid": ["x", "y", "x"],
+                          "text": ["a", "ab", "a"]})
+    enc = _Enc()
+    run = measure.biencoder_run(enc, lists, "m")
+    assert run["score"].tolist() == pytest.approx([1.0, 2 ** -0.5, 0.0])
+    assert [len(c) for c in enc.calls] == [2, 2]  # two distinct queries, two distinct passages
+    assert set(run.columns) == {"ranker", "seed", "qid", "docid", "score"}
+
+
+def test_rank_lists_name_a_passage_without_text():
+    lists = pd.DataFrame({"qid": ["1"], "query": ["q"], "docid": ["d9"]})
+    with pytest.raises(ValueError, match="d9"):
+        measure.rank_lists(lists, pd.DataFrame({"docid": ["d1"], "text": ["t"]}))
+
+
+def test_encoder_checkpoints_are_the_base_models_and_every_trained_run(tmp_path):
+    (tmp_path / "data/models/ragfair/lora").mkdir(parents=True)
+    (tmp_path / "data/models/ragfair/lora/biaslab_run.json").write_text("{}")
+    (tmp_path / "data/models/ragfair/partial").mkdir()  # no record: not a finished checkpoint
+    cks = measure.encoder_checkpoints(tmp_path, ["minilm"], ["ragfair"])
+    assert [(c.name, c.kind, c.source) for c in cks] == [("base/minilm", "encoder", "minilm"),
+                                                         ("ragfair/lora", "encoder", "data/models/ragfair/lora")]
+    with pytest.raises(FileNotFoundError, match="intersect"):
+        measure.encoder_checkpoints(tmp_path, ["minilm"], ["intersect"])
