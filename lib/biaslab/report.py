@@ -280,7 +280,50 @@ def gaps(reps: Sequence[PaperReport]) -> list[tuple[str, str]]:
     return out
 
 
-def markdown(reps: Sequence[PaperReport]) -> str:
+CARDS = "cards"  # the cards stage's folder under reports/
+CARDS_INTRO = ("Every checkpoint the pipeline trains and the base encoder, each measure taken by the function of the "
+               "paper that owns it (stage `cards`, `biaslab.cards`). Below, per bias measure, the checkpoints that "
+               "lowered it most against their reference (negative change = less biased; point estimates).")
+
+
+def _moved(reports: Path) -> pd.DataFrame | None:
+    path = Path(reports) / CARDS / "moved.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def cards_markdown(reports: Path) -> list[str]:
+    """The cross-paper bias cards section (from ``reports/cards/``), or a line saying they are not built."""
+    moved = _moved(reports)
+    lines = ["", "## Bias cards across papers", ""]
+    if moved is None:
+        return lines + ["Not built yet: `dvc repro cards`."]
+    lines += [CARDS_INTRO, "", f"All cards: [cards.csv]({CARDS}/cards.csv); every change: "
+              f"[bias_change.csv]({CARDS}/bias_change.csv).", "", f"![bias change per checkpoint and measure]"
+              f"({CARDS}/heatmap.png)", "", "| measure | checkpoint | from | value | reference | change |",
+              "|---|---|---|---|---|---|"]
+    for r in moved.itertuples(index=False):
+        lines.append(f"| {r.measure} | {str(r.checkpoint).replace('|', chr(92) + '|')} | {r.paper} | {_num(r.value)} | "
+                     f"{_num(r.reference_value)} ({str(r.reference).replace('|', chr(92) + '|')}) | "
+                     f"{_num(r.bias_change)} |")
+    return lines
+
+
+def cards_html(reports: Path) -> str:
+    e = html.escape
+    moved = _moved(reports)
+    if moved is None:
+        return "<h2 id='cards'>Bias cards across papers</h2><p>Not built yet: <code>dvc repro cards</code>.</p>"
+    rows = "".join(f"<tr><td>{e(str(r.measure))}</td><td>{e(str(r.checkpoint))}</td><td>{e(str(r.paper))}</td>"
+                   f"<td>{_num(r.value)}</td><td>{_num(r.reference_value)} ({e(str(r.reference))})</td>"
+                   f"<td>{_num(r.bias_change)}</td></tr>" for r in moved.itertuples(index=False))
+    return (f"<h2 id='cards'>Bias cards across papers</h2><p>{e(CARDS_INTRO)}</p>"
+            f"<p><a href='{CARDS}/cards.csv'>cards.csv</a>, <a href='{CARDS}/bias_change.csv'>bias_change.csv</a></p>"
+            f"<figure><img src='{CARDS}/heatmap.png' alt='bias cards heatmap'><figcaption>{CARDS}/heatmap.png"
+            "</figcaption></figure><table><tr><th>measure</th><th>checkpoint</th><th>from</th><th>value</th>"
+            f"<th>reference</th><th>change</th></tr>{rows}</table>")
+
+
+def markdown(reps: Sequence[PaperReport], reports: Path) -> str:
     """``reports/README.md``: renders on a code host; links relative to reports/."""
     lines = ["# Reproduction report", "",
              "Built by the `report` stage from the stages' outputs (each paper's `results/claims.csv`) and the papers' "
@@ -317,6 +360,7 @@ def markdown(reps: Sequence[PaperReport]) -> str:
         lines += ["", "### Claims", "", "| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
         for r in rep.claims.itertuples(index=False):
             lines.append(f"| {r.claim} | {r.paper_section} | {r.paper_value} | {_ours(r)} | **{r.verdict}** |")
+    lines += cards_markdown(reports)
     lines += ["", "## What is not reproduced, and why", ""]
     lines += [f"- **{head}**: {text}" for head, text in gaps(reps)]
     for rep in reps:
@@ -389,6 +433,7 @@ def html_page(reps: Sequence[PaperReport], reports: Path) -> str:
                        f"</td><td>{e(_ours(r))}</td><td class='{e(r.verdict)}'>{e(r.verdict)}</td>"
                        f"<td>{e(str(r.rule))}</td></tr>")
         out.append("</table>")
+    out.append(cards_html(reports))
     out.append("<h2>What is not reproduced, and why</h2><ul>")
     out += [f"<li><b>{e(head)}</b>: {e(text)}</li>" for head, text in gaps(reps)]
     out.append("</ul></body></html>")
@@ -398,4 +443,4 @@ def html_page(reps: Sequence[PaperReport], reports: Path) -> str:
 def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Mapping) -> tuple[str, str]:
     """(README.md text, index.html text) for ``papers`` from the outputs under ``reports``."""
     reps = collect(Path(reports), papers, params, paper_scale)
-    return markdown(reps), html_page(reps, Path(reports))
+    return markdown(reps, Path(reports)), html_page(reps, Path(reports))
