@@ -291,9 +291,9 @@ def _moved(reports: Path) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.is_file() else None
 
 
-def cards_markdown(reports: Path) -> list[str]:
-    """The cross-paper bias cards section (from ``reports/cards/``), or a line saying they are not built."""
-    moved = _moved(reports)
+def cards_markdown(moved: pd.DataFrame | None) -> list[str]:
+    """The cross-paper bias cards section (``moved``: ``reports/cards/moved.csv``), or a line saying they are not
+    built."""
     lines = ["", "## Bias cards across papers", ""]
     if moved is None:
         return lines + ["Not built yet: `dvc repro cards`."]
@@ -308,9 +308,8 @@ def cards_markdown(reports: Path) -> list[str]:
     return lines
 
 
-def cards_html(reports: Path) -> str:
+def cards_html(moved: pd.DataFrame | None) -> str:
     e = html.escape
-    moved = _moved(reports)
     if moved is None:
         return "<h2 id='cards'>Bias cards across papers</h2><p>Not built yet: <code>dvc repro cards</code>.</p>"
     rows = "".join(f"<tr><td>{e(str(r.measure))}</td><td>{e(str(r.checkpoint))}</td><td>{e(str(r.paper))}</td>"
@@ -323,7 +322,7 @@ def cards_html(reports: Path) -> str:
             f"<th>reference</th><th>change</th></tr>{rows}</table>")
 
 
-def markdown(reps: Sequence[PaperReport], reports: Path) -> str:
+def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None) -> str:
     """``reports/README.md``: renders on a code host; links relative to reports/."""
     lines = ["# Reproduction report", "",
              "Built by the `report` stage from the stages' outputs (each paper's `results/claims.csv`) and the papers' "
@@ -360,7 +359,7 @@ def markdown(reps: Sequence[PaperReport], reports: Path) -> str:
         lines += ["", "### Claims", "", "| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
         for r in rep.claims.itertuples(index=False):
             lines.append(f"| {r.claim} | {r.paper_section} | {r.paper_value} | {_ours(r)} | **{r.verdict}** |")
-    lines += cards_markdown(reports)
+    lines += cards_markdown(moved)
     lines += ["", "## What is not reproduced, and why", ""]
     lines += [f"- **{head}**: {text}" for head, text in gaps(reps)]
     for rep in reps:
@@ -387,7 +386,7 @@ th{background:#f3f3f3}.reproduced{color:#176317;font-weight:600}.contradicted{co
 .more{font-size:11px;color:#666}figure{margin:1em 0}figcaption{font-size:13px;color:#444}"""
 
 
-def html_page(reps: Sequence[PaperReport], reports: Path) -> str:
+def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | None) -> str:
     """``reports/index.html``: the same content with CSV previews, figures linked relatively."""
     e = html.escape
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report</title>",
@@ -433,7 +432,7 @@ def html_page(reps: Sequence[PaperReport], reports: Path) -> str:
                        f"</td><td>{e(_ours(r))}</td><td class='{e(r.verdict)}'>{e(r.verdict)}</td>"
                        f"<td>{e(str(r.rule))}</td></tr>")
         out.append("</table>")
-    out.append(cards_html(reports))
+    out.append(cards_html(moved))
     out.append("<h2>What is not reproduced, and why</h2><ul>")
     out += [f"<li><b>{e(head)}</b>: {e(text)}</li>" for head, text in gaps(reps)]
     out.append("</ul></body></html>")
@@ -443,4 +442,5 @@ def html_page(reps: Sequence[PaperReport], reports: Path) -> str:
 def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Mapping) -> tuple[str, str]:
     """(README.md text, index.html text) for ``papers`` from the outputs under ``reports``."""
     reps = collect(Path(reports), papers, params, paper_scale)
-    return markdown(reps, Path(reports)), html_page(reps, Path(reports))
+    moved = _moved(Path(reports))  # the bias cards' summary, read once for both pages
+    return markdown(reps, moved), html_page(reps, Path(reports), moved)

@@ -102,7 +102,6 @@ def plan(upstream: dict[str, set[str]], targets: Iterable[str], fan_out: Iterabl
     (the mapping's) order.
     """
     groups = set(fan_out)
-    todo: list[str] = []
     stack = list(targets)
     seen: set[str] = set()
     while stack:
