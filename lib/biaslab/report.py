@@ -286,6 +286,11 @@ CARDS_INTRO = ("Every checkpoint the pipeline trains and the base encoder, each 
                "lowered it most against their reference (negative change = less biased; point estimates).")
 
 
+def _cell(x) -> str:
+    """Text for a Markdown table cell: a pipe would end the cell (fairrank's ranker names hold one)."""
+    return str(x).replace("|", "\\|")
+
+
 def _moved(reports: Path) -> pd.DataFrame | None:
     path = Path(reports) / CARDS / "moved.csv"
     return pd.read_csv(path) if path.is_file() else None
@@ -302,8 +307,8 @@ def cards_markdown(moved: pd.DataFrame | None) -> list[str]:
               f"({CARDS}/heatmap.png)", "", "| measure | checkpoint | from | value | reference | change |",
               "|---|---|---|---|---|---|"]
     for r in moved.itertuples(index=False):
-        lines.append(f"| {r.measure} | {str(r.checkpoint).replace('|', chr(92) + '|')} | {r.paper} | {_num(r.value)} | "
-                     f"{_num(r.reference_value)} ({str(r.reference).replace('|', chr(92) + '|')}) | "
+        lines.append(f"| {r.measure} | {_cell(r.checkpoint)} | {r.paper} | {_num(r.value)} | "
+                     f"{_num(r.reference_value)} ({_cell(r.reference)}) | "
                      f"{_num(r.bias_change)} |")
     return lines
 
@@ -354,7 +359,7 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None) -> str:
                       "| " + " | ".join([*c.spec.key, "paper", "ours", "difference"]) + " |",
                       "|" + "---|" * (len(c.spec.key) + 3)]
             for r in c.table.itertuples(index=False):
-                keys = [str(r[i]).replace("|", "\\|") for i in range(len(c.spec.key))]  # a pipe ends a cell
+                keys = [_cell(r[i]) for i in range(len(c.spec.key))]
                 lines.append("| " + " | ".join([*keys, _num(r.paper), _num(r.ours), _num(r.difference)]) + " |")
         lines += ["", "### Claims", "", "| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
         for r in rep.claims.itertuples(index=False):
