@@ -120,14 +120,27 @@ def cell_timings(nb) -> list[dict[str, Any]]:
     return out
 
 
-def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5, embeddings: dict | None = None) -> None:
+def peak_rss_mb() -> float:
+    """The largest resident set (MB) of this process and of every child it has waited for — for a stage run, the
+    notebook's kernel (``getrusage``'s ``ru_maxrss``, kilobytes on Linux, bytes on macOS)."""
+    import resource
+
+    unit = 1 if sys.platform == "darwin" else 1024
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return round(peak * unit / 2**20, 1)
+
+
+def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5, embeddings: dict | None = None,
+                   peak_mb: float | None = None) -> None:
     """Append one JSON line: the stage's wall time, the time outside its cells (kernel start-up, papermill), its
-    ``top`` slowest cells and its embedding-cache use (:func:`biaslab.usage.usage_summary`). Appending a line is
-    atomic enough for a log; it is never an output of a stage."""
+    ``top`` slowest cells, its embedding-cache use (:func:`biaslab.usage.usage_summary`) and its peak resident
+    memory (:func:`peak_rss_mb`). Appending a line is atomic enough for a log; it is never an output of a stage."""
     cells = cell_timings(nb)
     record = {"stage": stage, "wall_s": round(wall, 2),
               "outside_cells_s": round(wall - sum(c["seconds"] for c in cells), 2),
               "slowest_cells": sorted(cells, key=lambda c: -c["seconds"])[:top]}
+    if peak_mb is not None:
+        record["peak_rss_mb"] = peak_mb
     if embeddings is not None:
         record["embeddings"] = embeddings
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,8 +164,9 @@ def summarise_timings(path: str | Path, cells: int = 1) -> str:
         unique, hits = unique + emb.get("unique", 0), hits + emb.get("hits", 0)
         rate = f"{emb['hits']:>6}/{emb['unique']:<6}" if emb.get("unique") else f"{'':13}"
         slow = "; ".join(f"{c['seconds']:.1f}s {c['source']}" for c in r["slowest_cells"][:cells])
-        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f} {rate} {r['stage']:<40} {slow}")
-    head = f"{'wall s':>8} {'start s':>8} {'cache hits':<13} {'stage':<40} slowest cell(s)"
+        peak = f"{r['peak_rss_mb']:8.0f}" if r.get("peak_rss_mb") is not None else f"{'':8}"
+        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f} {peak} {rate} {r['stage']:<40} {slow}")
+    head = f"{'wall s':>8} {'start s':>8} {'peak MB':>8} {'cache hits':<13} {'stage':<40} slowest cell(s)"
     rate = f"; embedding cache: {hits}/{unique} distinct texts were hits ({hits / unique:.0%})" if unique else ""
     return "\n".join([head, *lines, f"{total:8.1f}  total over {len(lines)} runs{rate}"])
 
@@ -233,7 +247,7 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
             f.unlink()
         tmp_dir.rmdir()
     if timings:
-        record_timings(Path(timings), stage, executed, wall, embeddings=used)
+        record_timings(Path(timings), stage, executed, wall, embeddings=used, peak_mb=peak_rss_mb())
     strip_run_metadata(executed, root)
     import nbformat
 
