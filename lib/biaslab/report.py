@@ -301,7 +301,7 @@ def cards_markdown(moved: pd.DataFrame | None) -> list[str]:
     built."""
     lines = ["", "## Bias cards across papers", ""]
     if moved is None:
-        return lines + ["Not built yet: `dvc repro cards`."]
+        return [*lines, "Not built yet: `dvc repro cards`."]
     lines += [CARDS_INTRO, "", f"All cards: [cards.csv]({CARDS}/cards.csv); every change: "
               f"[bias_change.csv]({CARDS}/bias_change.csv).", "", f"![bias change per checkpoint and measure]"
               f"({CARDS}/heatmap.png)", "", "| measure | checkpoint | from | value | reference | change |",

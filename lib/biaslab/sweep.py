@@ -253,9 +253,9 @@ def _submit(root: Path, members: list[str], config: SweepConfig, executor: str, 
         for lo in range(0, len(items), step):
             batch = items[lo:lo + step]
             with ex.batch():
-                handles = [ex.submit(run_member, str(root), m, c) for m, c in zip(batch, cmds[lo:lo + step])]
-            echo(f"{group}: submitted {', '.join(f'{m} ({h.job_id})' for m, h in zip(batch, handles))}")
-            for m, h in tqdm(list(zip(batch, handles)), desc=group, unit="job"):
+                handles = [ex.submit(run_member, str(root), m, c) for m, c in zip(batch, cmds[lo:lo + step], strict=True)]
+            echo(f"{group}: submitted {', '.join(f'{m} ({h.job_id})' for m, h in zip(batch, handles, strict=True))}")
+            for m, h in tqdm(list(zip(batch, handles, strict=True)), desc=group, unit="job"):
                 try:
                     out = h.result()
                     done.append(Result(m, "job", out["seconds"], str(h.job_id)))

@@ -1,0 +1,199 @@
+"""Pipeline benchmarks (issue 15 §4): where the default pipeline's time and memory go, how long a no-op
+`dvc repro` takes, and the library's training throughput against the bare sentence-transformers trainer.
+
+    python benchmarks/bench_pipeline.py timings LOG [LOG ...]   # logs of stage runs made with BIASLAB_TIMINGS=LOG
+    python benchmarks/bench_pipeline.py noop [--rounds 3]        # on a repository DVC calls up to date
+    python benchmarks/bench_pipeline.py train [--pairs 512] [--batch-size 32] [--rounds 3]
+
+Each subcommand replaces its own section of ``benchmarks/results/pipeline.json`` and prints it. ``timings`` takes
+the logs in the order given, a later record of a stage replacing an earlier one (so the logs of several partial
+runs assemble one figure per stage); it names every stage of dvc.yaml that no log has, and says the sum is then a
+lower bound. Per stage: wall time, peak resident memory of the stage's process tree (the runner and its kernel;
+absent from logs written before the runner recorded it) and the embedding store's hit rate. Targets: the whole
+default pipeline within 90 minutes of stage time, every stage within 4 GB, a no-op repro within 10 s, the
+library's train (and encode, ``bench_foundation.py``) throughput at least 0.95 of the bare library's. Run
+``noop`` and ``train`` on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "pipeline.json"
+TARGETS = {"pipeline_minutes_max": 90.0, "stage_peak_mb_max": 4096.0, "noop_repro_s_max": 10.0,
+           "train_ratio_min": 0.95}
+
+
+def paper_of(stage: str) -> str:
+    """``ragcontrol_rag@smollm2`` -> ``ragcontrol``; ``fetch``, ``cards``, ``report`` are their own group."""
+    return stage.partition("@")[0].partition("_")[0]
+
+
+def summarise(logs: list[Path], stages: list[str]) -> dict:
+    """The last record of each stage across ``logs`` (in order), totals per paper, hit rate, peak memory."""
+    last: dict[str, dict] = {}
+    for log in logs:
+        for n, line in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise SystemExit(f"{log}, line {n}: not a timings record ({err})") from None
+            last[r["stage"]] = r
+    unknown = sorted(set(last) - set(stages))
+    rows = {s: last[s] for s in stages if s in last}
+    per_stage = {}
+    for s, r in rows.items():
+        emb = r.get("embeddings") or {}
+        per_stage[s] = {"wall_s": r["wall_s"], "peak_rss_mb": r.get("peak_rss_mb"),
+                        "embedding_hits": emb.get("hits", 0), "embedding_unique": emb.get("unique", 0)}
+    total = sum(v["wall_s"] for v in per_stage.values())
+    by_paper: dict[str, float] = {}
+    for s, v in per_stage.items():
+        by_paper[paper_of(s)] = round(by_paper.get(paper_of(s), 0.0) + v["wall_s"], 1)
+    hits = sum(v["embedding_hits"] for v in per_stage.values())
+    unique = sum(v["embedding_unique"] for v in per_stage.values())
+    peaks = {s: v["peak_rss_mb"] for s, v in per_stage.items() if v["peak_rss_mb"] is not None}
+    top = max(peaks, key=peaks.get) if peaks else None
+    missing = [s for s in stages if s not in rows]
+    return {
+        "logs": [p.name for p in logs],
+        "stages_measured": len(per_stage), "stages_in_dvc_yaml": len(stages), "unmeasured": missing,
+        "not_in_dvc_yaml": unknown,
+        "sum_s": round(total, 1), "sum_minutes": round(total / 60, 1),
+        "sum_is_lower_bound": bool(missing),
+        "by_paper_minutes": {k: round(v / 60, 1) for k, v in sorted(by_paper.items(), key=lambda kv: -kv[1])},
+        "embedding_store": {"hits": hits, "distinct_texts": unique, "hit_rate": round(hits / unique, 4) if unique else None},
+        "peak_rss_mb": {"max": peaks[top] if top else None, "stage": top, "stages_with_figure": len(peaks)},
+        "meets": {"pipeline_minutes": total / 60 <= TARGETS["pipeline_minutes_max"] and not missing,
+                  # judged only when every measured stage has a figure (older logs lack it)
+                  "stage_peak_memory": (peaks[top] <= TARGETS["stage_peak_mb_max"])
+                  if peaks and len(peaks) == len(per_stage) else None},
+        "per_stage": per_stage,
+    }
+
+
+def dvc_stages() -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "dvc", "stage", "list", "--name-only"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    return [s.strip() for s in out.splitlines() if s.strip()]
+
+
+def bench_noop(rounds: int) -> dict:
+    """`dvc repro` on a repository DVC calls up to date: the everyday command's floor (hashing, lock reading)."""
+    status = subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    stale = sorted(json.loads(status or "{}"))
+    if stale:
+        raise SystemExit(f"DVC calls {len(stale)} stage(s) stale ({', '.join(stale[:5])}...): a no-op repro needs "
+                         "an up-to-date pipeline — run `dvc repro` first")
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout
+        times.append(time.perf_counter() - t)
+        if "Running stage" in out:
+            raise SystemExit("dvc repro ran a stage: the repository was not up to date")
+    return {"rounds": rounds, "median_s": round(statistics.median(times), 2), "max_s": round(max(times), 2),
+            "meets": max(times) <= TARGETS["noop_repro_s_max"]}
+
+
+def bench_train(n_pairs: int, batch_size: int, rounds: int, max_seq_length: int = 64) -> dict:
+    """One epoch of MultipleNegativesRankingLoss on MiniLM: ``biaslab.train.fit`` against the same trainer built by
+    hand (same arguments, same sampler, same seed), fresh model per run, rounds interleaved; the ratio is bare time
+    over library time (1 = no overhead)."""
+    from bench_foundation import real_texts
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from biaslab import models, train
+    from biaslab.config import load_params
+
+    texts = real_texts(2 * n_pairs)
+    data = Dataset.from_dict({"anchor": texts[0::2], "positive": texts[1::2]})
+    folder = models.preflight(["minilm"], load_params(ROOT / "params.yaml", sections=["models"]).models)["minilm"]
+
+    def fresh():
+        model = models.load_sentence_transformer(folder, "cpu")
+        model.max_seq_length = max_seq_length
+        return model
+
+    def library() -> float:
+        model = fresh()
+        t = time.perf_counter()
+        train.fit(model, data, MultipleNegativesRankingLoss(model), epochs=1, batch_size=batch_size,
+                  learning_rate=2e-5, warmup=0.1, seed=0, device="cpu")
+        return time.perf_counter() - t
+
+    def bare() -> float:
+        model = fresh()
+        t = time.perf_counter()
+        with tempfile.TemporaryDirectory() as scratch:
+            args = SentenceTransformerTrainingArguments(
+                output_dir=scratch, num_train_epochs=1, per_device_train_batch_size=batch_size, learning_rate=2e-5,
+                warmup_steps=0.1, seed=0, data_seed=0, batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no",
+                report_to="none", disable_tqdm=True, use_cpu=True, dataloader_num_workers=0)
+            SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
+                                       loss=MultipleNegativesRankingLoss(model)).train()
+        return time.perf_counter() - t
+
+    bare()  # warm-up: thread pools, allocator, file cache
+    b, lib = [], []
+    for _ in range(rounds):
+        b.append(bare())
+        lib.append(library())
+    mb, ml = statistics.median(b), statistics.median(lib)
+    steps = -(-n_pairs // batch_size)
+    return {"pairs": n_pairs, "batch_size": batch_size, "steps": steps, "max_seq_length": max_seq_length,
+            "rounds": rounds, "bare_s": [round(x, 2) for x in b], "library_s": [round(x, 2) for x in lib],
+            "bare_steps_per_s": round(steps / mb, 3), "library_steps_per_s": round(steps / ml, 3),
+            "ratio_library_over_bare": round(mb / ml, 3), "meets": mb / ml >= TARGETS["train_ratio_min"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    t = sub.add_parser("timings", help="per-stage time, memory and hit rate from BIASLAB_TIMINGS logs")
+    t.add_argument("logs", nargs="+", type=Path)
+    n = sub.add_parser("noop", help="time a no-op dvc repro")
+    n.add_argument("--rounds", type=int, default=3)
+    tr = sub.add_parser("train", help="library vs bare sentence-transformers training throughput")
+    tr.add_argument("--pairs", type=int, default=512)
+    tr.add_argument("--batch-size", type=int, default=32)
+    tr.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+
+    if args.what == "timings":
+        for log in args.logs:
+            if not log.is_file():
+                raise SystemExit(f"{log}: no such timings log (run stages with BIASLAB_TIMINGS={log})")
+        section = summarise(args.logs, dvc_stages())
+    elif args.what == "noop":
+        section = bench_noop(args.rounds)
+    else:
+        section = bench_train(args.pairs, args.batch_size, args.rounds)
+    from biaslab.io import write_json
+
+
+    result = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    result.update({"targets": TARGETS, args.what: section,
+                   "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}})
+    write_json(args.out, result)
+    print(json.dumps({k: v for k, v in section.items() if k != "per_stage"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
