@@ -41,14 +41,14 @@ def paper_of(stage: str) -> str:
 
 def summarise(logs: list[Path], stages: list[str]) -> dict:
     """The last record of each stage across ``logs`` (in order), totals per paper, hit rate, peak memory."""
+    from biaslab.run import read_timings
+
     last: dict[str, dict] = {}
     for log in logs:
-        for n, line in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise SystemExit(f"{log}, line {n}: not a timings record ({err})") from None
-            last[r["stage"]] = r
+        try:
+            last.update((r["stage"], r) for r in read_timings(log))
+        except (FileNotFoundError, ValueError) as err:
+            raise SystemExit(str(err)) from None
     unknown = sorted(set(last) - set(stages))
     rows = {s: last[s] for s in stages if s in last}
     per_stage = {}
@@ -82,17 +82,11 @@ def summarise(logs: list[Path], stages: list[str]) -> dict:
     }
 
 
-def dvc_stages() -> list[str]:
-    out = subprocess.run([sys.executable, "-m", "dvc", "stage", "list", "--name-only"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
-    return [s.strip() for s in out.splitlines() if s.strip()]
-
-
 def bench_noop(rounds: int) -> dict:
     """`dvc repro` on a repository DVC calls up to date: the everyday command's floor (hashing, lock reading)."""
-    status = subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    stale = sorted(json.loads(status or "{}"))
+    from biaslab import stages, sweep
+
+    stale = sweep.stale(ROOT, stages.all_stages(ROOT))
     if stale:
         raise SystemExit(f"DVC calls {len(stale)} stage(s) stale ({', '.join(stale[:5])}...): a no-op repro needs "
                          "an up-to-date pipeline — run `dvc repro` first")
@@ -177,10 +171,9 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.what == "timings":
-        for log in args.logs:
-            if not log.is_file():
-                raise SystemExit(f"{log}: no such timings log (run stages with BIASLAB_TIMINGS={log})")
-        section = summarise(args.logs, dvc_stages())
+        from biaslab.stages import all_stages
+
+        section = summarise(args.logs, all_stages(ROOT))
     elif args.what == "noop":
         section = bench_noop(args.rounds)
     else:

@@ -148,17 +148,24 @@ def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5, embedd
         f.write(json.dumps(record) + "\n")
 
 
-def summarise_timings(path: str | Path, cells: int = 1) -> str:
-    """A table of the runs logged by :func:`record_timings`, in run order, with the total."""
+def read_timings(path: str | Path) -> list[dict[str, Any]]:
+    """The records :func:`record_timings` appended to ``path``, in run order."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no timings logged — run stages with BIASLAB_TIMINGS={path}")
-    lines, total, unique, hits = [], 0.0, 0, 0
+    records = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:
-            r = json.loads(line)
+            records.append(json.loads(line))
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}, line {n}: not a timings record ({err})") from None
+    return records
+
+
+def summarise_timings(path: str | Path, cells: int = 1) -> str:
+    """A table of the runs logged by :func:`record_timings`, in run order, with the total."""
+    lines, total, unique, hits = [], 0.0, 0, 0
+    for r in read_timings(path):
         total += r["wall_s"]
         emb = r.get("embeddings") or {}
         unique, hits = unique + emb.get("unique", 0), hits + emb.get("hits", 0)
