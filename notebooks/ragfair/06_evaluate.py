@@ -35,11 +35,10 @@ import pandas as pd
 
 from biaslab import claims as cl
 from biaslab import config, models
-from biaslab.data import seat as seat_data
 from biaslab.io import write_csv, write_json
-from biaslab.paths import repo_root, resolve
+from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
-from biaslab.ragfair import bbq_build, bbq_seat, evaluation, findings
+from biaslab.ragfair import bbq_seat, cards, evaluation, findings
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
@@ -75,16 +74,15 @@ shuffles = ...  # ragfair.probing.shuffles
 
 # %%
 P = config.stage_params(globals(), "ragfair_evaluate")
-E, T, H, PR, SE = P.ragfair.evaluate, P.ragfair.train, P.ragfair.head_mask, P.ragfair.probing, P.ragfair.seat
+E, T, H = P.ragfair.evaluate, P.ragfair.train, P.ragfair.head_mask
 ROOT = repo_root()
 OUT = ROOT / "reports/ragfair/results"
 M = models.preflight([T.base_model], P.models)
 seed_everything(P.common.seed)
 set_style()
 bbq = pd.read_parquet(ROOT / "data/processed/ragfair/bbq.parquet")
-rows = bbq_build.sample(bbq[bbq["split"] == "eval"], E.max_rows_per_category, seed=P.common.seed)
+rows, seat_tests, card_args = cards.evaluation_setup(bbq, P, ROOT)
 mask_sets = bbq_seat.seat_sets(bbq[(bbq["split"] == "train") & bbq["category"].isin(H.seat_categories)])
-seat_tests = seat_data.load_tests(SE.tests or None, resolve(P.data.raw_dir, ROOT))
 checkpoints = evaluation.checkpoint_list(E.checkpoints, T.runs, E.include_all_runs)
 print(f"{len(rows)} evaluation rows over {rows['category'].nunique()} categories; "
       f"{len(seat_tests)} SEAT tests; {len(checkpoints)} checkpoints")
@@ -93,10 +91,7 @@ print(f"{len(rows)} evaluation rows over {rows['category'].nunique()} categories
 card_of, masked_heads, embed_of = evaluation.evaluate(
     checkpoints, base_dir=M[T.base_model], models_dir=ROOT / "data/models/ragfair", evaluation=rows,
     mask_sets=mask_sets, mask_fraction=H.fraction, seat_tests=seat_tests, device=P.common.device,
-    batch_size=P.common.batch_size,
-    card_args={"seat_n_samples": E.seat_n_samples, "exact_limit": SE.exact_limit, "e_max": SE.e_max,
-               "alpha": SE.alpha, "tau": PR.tau, "folds": PR.folds, "alphas": PR.ridge_alphas,
-               "shuffles": PR.shuffles, "seed": P.common.seed})
+    batch_size=P.common.batch_size, card_args=card_args)
 
 # %% [markdown]
 # ## Bias cards — one row per checkpoint

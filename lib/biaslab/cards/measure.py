@@ -247,9 +247,7 @@ def heatmap_frame(changes: pd.DataFrame) -> pd.DataFrame:
 def load_probes(root: Path, P) -> Probes:
     """The stage's probe data from the pipeline's processed data, with the owning papers' settings in ``P`` (the
     stage's typed params: ``common``, ``data``, ``ragfair``, ``fairrank``, ``cards``)."""
-    from ..data import seat as seat_data
-    from ..paths import resolve
-    from ..ragfair import bbq_build
+    from ..ragfair.cards import evaluation_setup
 
     root = Path(root)
     need = {"ragfair_bbq": root / "data/processed/ragfair/bbq.parquet",
@@ -259,18 +257,13 @@ def load_probes(root: Path, P) -> Probes:
     for stage, path in need.items():
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: a bias card needs it; run `dvc repro {stage}` first")
-    bbq = pd.read_parquet(need["ragfair_bbq"])
-    E, SE, PR = P.ragfair.evaluate, P.ragfair.seat, P.ragfair.probing
+    bbq_rows, seat_tests, card_args = evaluation_setup(pd.read_parquet(need["ragfair_bbq"]), P, root)
     fr = root / "data/processed/fairrank"
     queries = pd.read_parquet(fr / "queries.parquet")
     lists = pd.read_parquet(fr / "lists.parquet")
     tasks_dir = root / "data/processed/ragcontrol/tasks"
     return Probes(
-        bbq_rows=bbq_build.sample(bbq[bbq["split"] == "eval"], E.max_rows_per_category, seed=P.common.seed),
-        seat_tests=seat_data.load_tests(SE.tests or None, resolve(P.data.raw_dir, root)),
-        card_args={"seat_n_samples": E.seat_n_samples, "exact_limit": SE.exact_limit, "e_max": SE.e_max,
-                   "alpha": SE.alpha, "tau": PR.tau, "folds": PR.folds, "alphas": PR.ridge_alphas,
-                   "shuffles": PR.shuffles, "seed": P.common.seed},
+        bbq_rows=bbq_rows, seat_tests=seat_tests, card_args=card_args,  # as ragfair_evaluate measures its own
         embedder_tasks={t: (pd.read_parquet(tasks_dir / t / "test_questions.parquet"),
                             pd.read_parquet(tasks_dir / t / "corpus.parquet")) for t in P.cards.embedder_tasks},
         # what fairrank's rankers re-rank: each query's BM25 top-k, for the queries measured (NFaiRR's background

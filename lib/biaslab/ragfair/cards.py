@@ -20,6 +20,25 @@ class Card:
     decisions: dict  # category -> (gold roles, predicted roles) for the bootstrap
 
 
+def evaluation_setup(bbq: pd.DataFrame, P, root) -> tuple[pd.DataFrame, list, dict]:
+    """What every bias card is measured on and how, from the stage's typed params ``P`` (``common``, ``data``,
+    ``ragfair``): the evaluation rows (``ragfair.evaluate.max_rows_per_category`` per category of ``bbq``'s eval
+    split, :func:`.bbq_build.sample`), the sent-bias SEAT tests (``ragfair.seat.tests``, all when empty) and
+    :func:`bias_card`'s settings. One definition for ragfair_evaluate and the cross-paper cards stage, so both
+    measure a checkpoint the same way."""
+    from ..data import seat as seat_data
+    from ..paths import resolve
+    from . import bbq_build
+
+    E, SE, PR = P.ragfair.evaluate, P.ragfair.seat, P.ragfair.probing
+    rows = bbq_build.sample(bbq[bbq["split"] == "eval"], E.max_rows_per_category, seed=P.common.seed)
+    tests = seat_data.load_tests(SE.tests or None, resolve(P.data.raw_dir, root))
+    args = {"seat_n_samples": E.seat_n_samples, "exact_limit": SE.exact_limit, "e_max": SE.e_max, "alpha": SE.alpha,
+            "tau": PR.tau, "folds": PR.folds, "alphas": PR.ridge_alphas, "shuffles": PR.shuffles,
+            "seed": P.common.seed}
+    return rows, tests, args
+
+
 def load_checkpoint(run: str | None, base_dir, models_dir, device: str):
     """The sentence-transformers model of a run folder (``None`` = the frozen base model in ``base_dir``)."""
     from ..models import load_sentence_transformer
