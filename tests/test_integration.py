@@ -27,6 +27,19 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TINY_TESTS = ["weat6", "sent-weat9"]  # one exact (C(16, 8) partitions), one sampled (C(36, 18))
 
 
+def tool_env(root: Path, *, set_root: bool, **extra: str) -> dict[str, str]:
+    """The environment of a tool run on the copied pipeline: this interpreter's tools first on PATH, the copy's own
+    cache, ``extra`` on top; ``BIASLAB_ROOT`` pointing at the copy, or removed (DVC runs stages from the copy's
+    folder, and the root must come from there, not from the unit tests' setting)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "BIASLAB_CACHE_DIR": str(root.parent / "cache"), **extra}
+    if set_root:
+        env["BIASLAB_ROOT"] = str(root)
+    else:
+        env.pop("BIASLAB_ROOT", None)
+    return env
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
     mirror = mirror_dir()
@@ -101,16 +114,9 @@ def pipeline(tmp_path_factory):
     shared_models.mkdir(parents=True, exist_ok=True)
     (root.parent / "cache").mkdir()
     (root.parent / "cache" / "models").symlink_to(shared_models, target_is_directory=True)
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "BIASLAB_DATA_MIRROR": str(mirror),
-        "BIASLAB_CACHE_DIR": str(root.parent / "cache"),
-        "PYTHONPATH": str(REPO / "tests" / "netguard"),
-        "BIASLAB_NETGUARD_LOG": str(netlog),
-        "BIASLAB_TIMINGS": str(root.parent / "timings.jsonl"),  # where the test's time goes: biaslab timings FILE
-    }
-    env.pop("BIASLAB_ROOT", None)
+    env = tool_env(root, set_root=False, BIASLAB_DATA_MIRROR=str(mirror),
+                   PYTHONPATH=str(REPO / "tests" / "netguard"), BIASLAB_NETGUARD_LOG=str(netlog),
+                   BIASLAB_TIMINGS=str(root.parent / "timings.jsonl"))  # where the time goes: biaslab timings FILE
 
     def dvc(*args, check=True):
         # The timeout only catches a hung kernel: the first run takes about 13 minutes on 2 idle cores, and CPU
@@ -356,8 +362,7 @@ def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipe
     root, dvc, _, _ = pipeline
     table = root / "reports/ragfair/seat/seat_results.csv"
     before = table.read_bytes()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "BIASLAB_ROOT": str(root), "BIASLAB_CACHE_DIR": str(root.parent / "cache"), "PYTHONHASHSEED": "42"}
+    env = tool_env(root, set_root=True, PYTHONHASHSEED="42")
     nb = subprocess.run([str(Path(sys.executable).parent / "jupytext"), "--to", "ipynb", "--output", "-",
                          "notebooks/ragfair/01_seat_audit.py"], cwd=root, env=env, capture_output=True, check=True)
     run = subprocess.run([str(Path(sys.executable).parent / "papermill"), "-", str(root.parent / "pm.ipynb"), "-k",
@@ -432,8 +437,7 @@ def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
 
 def test_missing_data_names_the_fetch_step(pipeline):
     root, _, _, _ = pipeline
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "BIASLAB_ROOT": str(root), "BIASLAB_CACHE_DIR": str(root.parent / "cache")}
+    env = tool_env(root, set_root=True)
     moved = root / "data/raw/seat.away"
     (root / "data/raw/seat").rename(moved)
     try:
@@ -521,9 +525,7 @@ def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(
     (root / "sweep.yaml").write_text(yaml.safe_dump({
         "targets": ["cscl_analysis"],
         "fan_out": {"cscl_train": {"timeout_min": 20, "cpus_per_task": 2, "mem_gb": 4, "gpus_per_node": 0}}}))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "BIASLAB_CACHE_DIR": str(root.parent / "cache"), "BIASLAB_DATA_MIRROR": str(mirror_dir())}
-    env.pop("BIASLAB_ROOT", None)
+    env = tool_env(root, set_root=False, BIASLAB_DATA_MIRROR=str(mirror_dir()))
     lost = stage_decl.outs("cscl_train@1", root)
     # tables, features and checkpoints; the executed notebook also holds the trainer's eval wall-clock (README)
     outs = [p for p in lost if not p.endswith(".ipynb")]
