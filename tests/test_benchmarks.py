@@ -52,3 +52,49 @@ def test_memory_is_judged_only_when_every_stage_has_a_figure(tmp_path):
 def test_stages_are_grouped_by_paper():
     assert [bench.paper_of(s) for s in ("ragcontrol_rag@smollm2", "cscl_train@0", "fetch", "cards")] == [
         "ragcontrol", "cscl", "fetch", "cards"]
+
+
+# --- benchmarks/bench_scaling.py: the sizes its workloads are cut to -----------------------------------------------
+spec_s = importlib.util.spec_from_file_location("bench_scaling", REPO / "benchmarks" / "bench_scaling.py")
+scaling = importlib.util.module_from_spec(spec_s)
+spec_s.loader.exec_module(scaling)
+
+
+def test_take_draws_a_seeded_fraction_in_order_and_refuses_sizes_outside_zero_one():
+    items = list("abcdefghij")
+    half = scaling.take(items, 0.5, seed=3)
+    assert len(half) == 5 and half == sorted(half) and set(half) <= set(items)
+    assert half == scaling.take(items, 0.5, seed=3) and scaling.take(items, 1.0, seed=3) == items
+    assert len(scaling.take(items, 0.01, seed=0)) == 1  # never empty
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="fraction"):
+            scaling.take(items, bad, seed=0)
+
+
+def test_scale_probes_cuts_every_probe_set_and_keeps_lists_and_query_set_consistent():
+    import pandas as pd
+
+    from biaslab.cards.measure import Probes
+
+    bbq = pd.DataFrame({"category": ["Gender"] * 8, "question_index": [1, 1, 2, 2, 3, 3, 4, 4],
+                        "ans0": ["Ann", "Bob"] * 4, "ans1": ["Bob", "Ann"] * 4, "ans2": ["unknown"] * 8,
+                        "unknown_loc": [2] * 8, "template": list("aabbccdd")})
+    test = pd.DataFrame({"qid": [f"q{i}" for i in range(8)], "question": ["?"] * 8})
+    corpus = pd.DataFrame({"text": [f"doc {i}" for i in range(12)]})
+    lists = pd.DataFrame({"qid": ["1", "1", "2", "2", "3", "3", "4", "4"], "docid": list("abcdefgh")})
+    probes = Probes(bbq_rows=bbq, seat_tests=list(range(6)), card_args={}, embedder_tasks={"T": (test, corpus)},
+                    rank_lists=lists, rank_args={"qids": ["1", "2", "3", "4"], "query_set": "s"}, rank_measures=[])
+    half = scaling.scale_probes(probes, bbq, max_rows=8, fraction=0.5, seed=0)
+    assert len(half.bbq_rows) == 4 and len(half.seat_tests) == 3
+    assert len(half.embedder_tasks["T"][0]) == 4 and len(half.embedder_tasks["T"][1]) == 6
+    assert len(half.rank_args["qids"]) == 2 and set(half.rank_lists["qid"]) == set(half.rank_args["qids"])
+    # each drawn BBQ group keeps its two rows (a context and its group-swapped twin)
+    assert half.bbq_rows.groupby("question_index").size().eq(2).all()
+    full = scaling.scale_probes(probes, bbq, max_rows=8, fraction=1.0, seed=0)
+    assert len(full.bbq_rows) == 8 and full.rank_lists.equals(lists)
+
+
+def test_growth_exponent_is_the_log_log_slope():
+    assert scaling.growth_exponent([1, 2, 4], [10, 20, 40]) == 1.0
+    assert scaling.growth_exponent([1, 2, 4], [3, 12, 48]) == 2.0
+    assert scaling.growth_exponent([1, 1], [3, 4]) is None  # one size: no slope
