@@ -42,7 +42,7 @@ def test_parse_llm_labels():
 
 
 @pytest.mark.slow
-def test_classifier_learns_a_separable_toy_task():
+def test_classifier_learns_a_separable_toy_task(capsys):
     texts = ["women are bad drivers"] * 6 + ["the caste system is fair"] * 6 + ["a sunny day in the park"] * 6
     labels = [["gender"]] * 6 + [["caste"]] * 6 + [["unbiased"]] * 6
     space = ["caste", "gender", "unbiased"]
@@ -52,3 +52,6 @@ def test_classifier_learns_a_separable_toy_task():
                       patience=3 if loss == "soft_hamming" else None)
         assert np.isfinite(log["train_loss"])
         assert clf.predict(["women are bad drivers", "a sunny day in the park"], 0.5) == [["gender"], ["unbiased"]]
+        printed = capsys.readouterr()
+        printed = printed.out + printed.err  # the trainer's log, printed into the executed notebook ...
+        assert "loss" in printed and "runtime" not in printed and "per_second" not in printed  # ... sans wall-clock

@@ -52,3 +52,30 @@ def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, caps
     assert "'loss'" in printed or "'train_loss'" in printed  # the log is still printed ...
     assert "train_runtime" not in printed and "per_second" not in printed  # ... without timings
     assert logs[0].out == logs[1].out
+
+
+def test_wall_clock_keys_of_training_and_evaluation_are_left_out_of_printed_logs():
+    from biaslab.train import _without_timings
+
+    logs = {"loss": 0.5, "epoch": 1.0, "train_runtime": 3.2, "train_samples_per_second": 9.0,
+            "train_steps_per_second": 1.0, "eval_loss": 0.4, "eval_runtime": 0.18, "eval_samples_per_second": 98.2,
+            "eval_steps_per_second": 5.5}
+    assert _without_timings(logs) == {"loss": 0.5, "epoch": 1.0, "eval_loss": 0.4}
+    assert _without_timings(None) is None
+
+
+def test_the_speed_dependent_checkpoint_warning_is_filtered_and_other_warnings_are_not():
+    import logging
+
+    from biaslab.train import _quiet_timing_warnings
+
+    _quiet_timing_warnings()
+    _quiet_timing_warnings()  # idempotent: one filter
+    logger = logging.getLogger("transformers.trainer_utils")
+    assert sum(type(f).__name__ == "_NoMtimeWarning" for f in logger.filters) == 1
+
+    def record(msg):
+        return logging.LogRecord(logger.name, logging.WARNING, __file__, 1, msg, None, None)
+
+    assert not logger.filter(record("mtime may not be reliable on this filesystem, falling back to numerical ordering"))
+    assert logger.filter(record("Checkpoint destination directory exists"))

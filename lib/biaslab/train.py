@@ -4,6 +4,7 @@ atomic model saving, progress bars that respect ``TQDM_DISABLE``)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import shutil
@@ -33,11 +34,27 @@ def save_model_atomically(model, out_dir: Path, config: dict[str, Any]) -> Path:
     return out_dir
 
 
-TIMING_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
+TIMING_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second",
+               "eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
 
 
 def _without_timings(logs: dict | None) -> dict | None:
     return None if logs is None else {k: v for k, v in logs.items() if k not in TIMING_KEYS}
+
+
+class _NoMtimeWarning(logging.Filter):
+    """Drops transformers' "mtime may not be reliable" warning: the trainer prints it when two checkpoints were saved
+    less than a second apart (it then orders them by step, the order it would have had anyway), so whether it
+    appears in an executed notebook depends on how fast the machine is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "mtime may not be reliable" not in record.getMessage()
+
+
+def _quiet_timing_warnings() -> None:
+    logger = logging.getLogger("transformers.trainer_utils")
+    if not any(isinstance(f, _NoMtimeWarning) for f in logger.filters):
+        logger.addFilter(_NoMtimeWarning())
 
 
 def _deterministic_log_callbacks(trainer) -> None:
@@ -46,8 +63,11 @@ def _deterministic_log_callbacks(trainer) -> None:
     The trainer prints ``train_runtime`` and ``*_per_second`` at the end of training; inside an executed
     notebook that line changes on every run, so a forced rerun with the same params would change the
     notebook's hash and mark every downstream DVC stage stale. Loss, gradient norm, learning rate and
-    epoch are printed as before (``trainer.state.log_history`` keeps everything)."""
+    epoch are printed as before (``trainer.state.log_history`` keeps everything). The speed-dependent checkpoint
+    warning is dropped too (:class:`_NoMtimeWarning`)."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    _quiet_timing_warnings()
 
     class QuietPrinter(PrinterCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):

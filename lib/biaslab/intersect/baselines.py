@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..losses import soft_hamming_loss
 from ..runtime import seed_everything, select_device
+from ..train import _deterministic_log_callbacks
 from . import prompts
 
 
@@ -121,6 +122,7 @@ class MultiLabelClassifier:
             trainer = _Trainer(model=self.model, args=args, train_dataset=self._dataset(texts, labels),
                                eval_dataset=eval_ds, data_collator=DataCollatorWithPadding(self.tokenizer),
                                callbacks=callbacks)
+            _deterministic_log_callbacks(trainer)  # no wall-clock in the executed notebook (same params, same bytes)
             result = trainer.train()
         return {"train_loss": float(result.training_loss), "epochs_run": float(trainer.state.epoch or 0)}
 
