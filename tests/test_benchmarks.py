@@ -40,6 +40,18 @@ def test_later_runs_replace_earlier_ones_and_unmeasured_stages_make_the_sum_a_lo
     assert s["meets"] == {"pipeline_minutes": False, "stage_peak_memory": False}
 
 
+def test_keep_coldest_takes_the_record_that_embedded_most_and_the_later_on_ties(tmp_path):
+    cold = log(tmp_path / "cold.jsonl", rec("ragfair_evaluate", 590.0, hits=20, unique=100), rec("report", 2.0))
+    warm = log(tmp_path / "warm.jsonl", rec("ragfair_evaluate", 77.0, hits=100, unique=100), rec("report", 1.5))
+    s = bench.summarise([cold, warm], ["ragfair_evaluate", "report"], keep="coldest")
+    assert s["per_stage"]["ragfair_evaluate"]["wall_s"] == 590.0  # 80 texts encoded beats 0
+    assert s["per_stage"]["ragfair_evaluate"]["embedding_hit_rate"] is None  # as logged (this fixture has none)
+    assert s["per_stage"]["report"]["wall_s"] == 1.5 and s["record_kept"] == "coldest"  # no embeddings: the later
+    assert bench.summarise([cold, warm], ["ragfair_evaluate"])["per_stage"]["ragfair_evaluate"]["wall_s"] == 77.0
+    with pytest.raises(ValueError, match="coldest"):
+        bench.summarise([cold], ["report"], keep="fastest")
+
+
 def test_memory_is_judged_only_when_every_stage_has_a_figure(tmp_path):
     a = log(tmp_path / "a.jsonl", rec("cards", 30.0), rec("report", 3.0, 400.0))
     s = bench.summarise([a], ["cards", "report"])
