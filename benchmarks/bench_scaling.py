@@ -150,9 +150,10 @@ def measure_size(workload: str, fraction: float) -> dict:
 
 
 def bench(workload: str, sizes: list[float]) -> dict:
-    rows = [measure_size(workload, s) for s in sizes]
-    for r in rows:
-        print(json.dumps(r), flush=True)
+    rows = []
+    for s in sizes:  # each size's figures as soon as it is measured
+        rows.append(measure_size(workload, s))
+        print(json.dumps(rows[-1]), flush=True)
     return {"sizes": rows, "growth_exponent": growth_exponent([r["size"] for r in rows], [r["seconds"] for r in rows]),
             "size_means": "fraction of the stage's default input (1 = the default pipeline)"}
 
