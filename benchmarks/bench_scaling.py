@@ -121,10 +121,10 @@ def _reader(fraction: float, reader_key: str = "smollm2") -> dict:
     pairs, questions = 0, 0
     t = time.perf_counter()
     for task in C.tasks:
-        mode = R.gender_mode if task == "GenderBias-QA" else R.politics_mode
         qids = take(subset.loc[subset["task"] == task, "qid"], fraction, P.common.seed)
+        test = pd.read_parquet(data / "tasks" / task / "test_questions.parquet").set_index("qid")
         out, _ = rag.answer_task(
-            task, mode, test=pd.read_parquet(data / "tasks" / task / "test_questions.parquet").set_index("qid"),
+            task, rag.task_mode(R, task), test=test,
             corpus=pd.read_parquet(data / "tasks" / task / "corpus.parquet"), retrieved=retrieved, subset=qids,
             scorer=scorer, judge=rag.offline_judge(data / "tasks", task), max_doc_words=S.max_doc_words)
         pairs += len(out)

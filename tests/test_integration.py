@@ -527,7 +527,7 @@ def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(
         "fan_out": {"cscl_train": {"timeout_min": 20, "cpus_per_task": 2, "mem_gb": 4, "gpus_per_node": 0}}}))
     env = tool_env(root, set_root=False, BIASLAB_DATA_MIRROR=str(mirror_dir()))
     lost = stage_decl.outs("cscl_train@1", root)
-    # tables, features and checkpoints; the executed notebook also holds the trainer's eval wall-clock (README)
+    # tables, features and checkpoints (an executed training notebook's bytes: the forced-rerun test)
     outs = [p for p in lost if not p.endswith(".ipynb")]
     first = read_tree(root, *outs)
     assert first

@@ -70,6 +70,13 @@ def test_candidate_counts_and_row_stats():
 
 
 # ------------------------------------------------------------------------------------------ ragcontrol RAG
+def test_task_mode_is_the_readers_mode_for_that_task():
+    from types import SimpleNamespace
+
+    R = SimpleNamespace(gender_mode="likelihood", politics_mode="letter")
+    assert rag.task_mode(R, "GenderBias-QA") == "likelihood" and rag.task_mode(R, "PoliticBias-QA") == "letter"
+
+
 def test_answer_task_reads_each_pair_once_and_computes_rag_bias():
     test = pd.DataFrame({"qid": ["a", "b"], "question": ["Q?", "Q?"], "left_claim": ["L.", "L."],
                          "right_claim": ["R.", "R."], "right_first": [True, False]}).set_index("qid")

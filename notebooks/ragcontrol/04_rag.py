@@ -92,7 +92,7 @@ answers, results, tests = [], [], {}
 for task in C.tasks:
     tests[task] = pd.read_parquet(DATA / "tasks" / task / "test_questions.parquet").set_index("qid")
     pairs, rows = rag.answer_task(
-        task, R.gender_mode if task == "GenderBias-QA" else R.politics_mode, test=tests[task],
+        task, rag.task_mode(R, task), test=tests[task],
         corpus=pd.read_parquet(DATA / "tasks" / task / "corpus.parquet"), retrieved=retrieved,
         subset=subset.loc[subset["task"] == task, "qid"].tolist(), scorer=scorer, llm=generator, gen=GEN,
         judge=judge_of[task], max_doc_words=S.max_doc_words)

@@ -21,6 +21,12 @@ def offline_judge(tasks_dir: Path, task: str):
     return judges.from_spec(json.loads((tasks_dir / task / "judge.json").read_text(encoding="utf-8")))
 
 
+def task_mode(reader_cfg, task: str) -> str:
+    """The answer mode a reader (``ragcontrol.readers.<key>``) uses on ``task``: its ``gender_mode`` on
+    GenderBias-QA, its ``politics_mode`` on PoliticBias-QA."""
+    return reader_cfg.gender_mode if task == "GenderBias-QA" else reader_cfg.politics_mode
+
+
 def answer_task(task: str, mode: str, *, test: pd.DataFrame, corpus: pd.DataFrame, retrieved: pd.DataFrame,
                 subset: list[str], scorer=None, llm=None, gen=None, judge=None,
                 max_doc_words: int | None) -> tuple[pd.DataFrame, list[dict]]:
