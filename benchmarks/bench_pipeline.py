@@ -4,6 +4,14 @@
     python benchmarks/bench_pipeline.py timings LOG [LOG ...] [--keep coldest]   # logs made with BIASLAB_TIMINGS=LOG
     python benchmarks/bench_pipeline.py noop [--rounds 3]        # on a repository DVC calls up to date
     python benchmarks/bench_pipeline.py train [--pairs 512] [--batch-size 32] [--rounds 3]
+    python benchmarks/bench_pipeline.py fresh [--rev HEAD] [--data DIR] [--workdir DIR]   # README command 1, end to end
+
+``fresh`` runs README command 1 verbatim (``scripts/bootstrap.sh && . .venv/bin/activate && dvc repro --force``) on
+a fresh clone of ``--rev`` in a temporary folder — its own empty ``.venv``, DVC cache and embedding store — with
+the data mirror at ``--data`` (default: ``$BIASLAB_DATA_MIRROR``): the install and the repro each timed, every
+stage's record from the run's own timings log, and which of the commit's results the forced rerun wrote with other
+bytes (tracked files by git, cached outputs by their hash in ``dvc.lock``). The clone is deleted unless the run
+fails or ``--keep`` is given. It takes as long as the pipeline (about an hour here): run it on an idle machine.
 
 Each subcommand replaces its own section of ``benchmarks/results/pipeline.json`` and prints it. ``timings`` takes
 the logs in the order given, a later record of a stage replacing an earlier one (so the logs of several partial
@@ -98,6 +106,71 @@ def summarise(logs: list[Path], stages: list[str], keep: str = "latest") -> dict
     }
 
 
+def lock_outputs(lock_text: str) -> dict[str, str]:
+    """Every output path of a ``dvc.lock`` text with its content hash (md5, or the hash DVC recorded)."""
+    import yaml
+
+    stages = (yaml.safe_load(lock_text) or {}).get("stages") or {}
+    return {o["path"]: str(o.get("md5") or o.get(o.get("hash", ""), "")) for st in stages.values()
+            for o in st.get("outs") or []}
+
+
+def changed_outputs(old_lock: str, new_lock: str, modified: list[str]) -> dict:
+    """What a forced rerun wrote with other bytes than the commit had: the outputs whose hash differs between the
+    commit's ``dvc.lock`` and the rerun's (new or vanished outputs listed apart), and the git-tracked files git
+    calls modified (``dvc.lock`` itself excluded: its output hashes are the first list)."""
+    old, new = lock_outputs(old_lock), lock_outputs(new_lock)
+    return {"outputs_in_lock": len(new),
+            "outputs_with_other_bytes": sorted(p for p in old.keys() & new.keys() if old[p] != new[p]),
+            "outputs_only_in_commit": sorted(old.keys() - new.keys()),
+            "outputs_only_in_rerun": sorted(new.keys() - old.keys()),
+            "tracked_files_modified": sorted(p for p in modified if p != "dvc.lock")}
+
+
+def bench_fresh(rev: str, data: Path | None, workdir: Path | None, keep: bool) -> dict:
+    """README command 1 on a fresh clone (module doc): install and repro times, per-stage records, changed outputs."""
+    import shutil
+
+    from biaslab.stages import all_stages
+
+    tmp = Path(tempfile.mkdtemp(prefix="biaslab-fresh-", dir=workdir))
+    clone, log = tmp / "biaslab", tmp / "timings.jsonl"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True,
+                            text=True).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLAB_") and k != "VIRTUAL_ENV"}
+    env["BIASLAB_TIMINGS"] = str(log)
+    if data is not None:
+        env["BIASLAB_DATA_MIRROR"] = str(Path(data).resolve())
+    print(f"fresh clone of {commit[:12]} in {clone}; install, then dvc repro --force (about an hour)", flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(["bash", "scripts/bootstrap.sh"], cwd=clone, env=env, check=True)
+    t1 = time.perf_counter()
+    proc = subprocess.Popen(["bash", "-c", ". .venv/bin/activate && dvc repro --force"], cwd=clone, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    t2 = time.perf_counter()
+    if status != 0:
+        raise SystemExit(f"dvc repro --force failed (wait status {status}); the clone is kept at {clone}")
+    section = summarise([log], all_stages(clone), keep="latest")
+    modified = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=clone, check=True,
+                              capture_output=True, text=True).stdout.splitlines()
+    old_lock = subprocess.run(["git", "show", f"{commit}:dvc.lock"], cwd=clone, check=True, capture_output=True,
+                              text=True).stdout
+    section.update({
+        "command": "scripts/bootstrap.sh && . .venv/bin/activate && dvc repro --force", "commit": commit,
+        "install_s": round(t1 - t0, 1), "repro_s": round(t2 - t1, 1),
+        "total_minutes": round((t2 - t0) / 60, 1),
+        # ru_maxrss of the children: the largest single process, not a stage's tree (per_stage has those)
+        "largest_process_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "changed_vs_commit": changed_outputs(old_lock, (clone / "dvc.lock").read_text(), [line[3:] for line in modified]),
+    })
+    section["meets"]["pipeline_minutes_end_to_end"] = (t2 - t1) / 60 <= TARGETS["pipeline_minutes_max"]
+    if not keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return section
+
+
 def bench_noop(rounds: int) -> dict:
     """`dvc repro` on a repository DVC calls up to date: the everyday command's floor (hashing, lock reading)."""
     from biaslab import stages, sweep
@@ -185,6 +258,12 @@ def main() -> None:
     tr.add_argument("--pairs", type=int, default=512)
     tr.add_argument("--batch-size", type=int, default=32)
     tr.add_argument("--rounds", type=int, default=3)
+    f = sub.add_parser("fresh", help="README command 1 end to end on a fresh clone (install + dvc repro --force)")
+    f.add_argument("--rev", default="HEAD", help="the commit to clone (default: HEAD of this repository)")
+    f.add_argument("--data", type=Path, default=os.environ.get("BIASLAB_DATA_MIRROR"),
+                   help="the data mirror (default: $BIASLAB_DATA_MIRROR)")
+    f.add_argument("--workdir", type=Path, default=None, help="where the temporary clone goes (default: the system's)")
+    f.add_argument("--keep", action="store_true", help="keep the clone afterwards")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -194,6 +273,8 @@ def main() -> None:
         section = summarise(args.logs, all_stages(ROOT), keep=args.keep)
     elif args.what == "noop":
         section = bench_noop(args.rounds)
+    elif args.what == "fresh":
+        section = bench_fresh(args.rev, args.data, args.workdir, args.keep)
     else:
         section = bench_train(args.pairs, args.batch_size, args.rounds)
     from biaslab.io import write_json

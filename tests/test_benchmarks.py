@@ -61,6 +61,22 @@ def test_memory_is_judged_only_when_every_stage_has_a_figure(tmp_path):
         bench.summarise([tmp_path / "bad.jsonl"], ["cards"])
 
 
+def test_changed_outputs_compares_output_hashes_of_two_locks_and_lists_modified_tracked_files():
+    def lock(**outs):
+        return json.dumps({"schema": "2.0", "stages": {
+            "a": {"cmd": "x", "deps": [{"path": "lib/x.py", "md5": "d0"}],
+                  "outs": [{"path": p, "hash": "md5", "md5": h} for p, h in outs.items()]}}})
+
+    old = lock(**{"data/x.parquet": "1", "reports/t.csv": "2", "reports/gone.csv": "3"})
+    new = lock(**{"data/x.parquet": "1", "reports/t.csv": "9", "reports/new.png": "4"})
+    c = bench.changed_outputs(old, new, ["dvc.lock", "reports/t.csv"])
+    assert c == {"outputs_in_lock": 3, "outputs_with_other_bytes": ["reports/t.csv"],
+                 "outputs_only_in_commit": ["reports/gone.csv"], "outputs_only_in_rerun": ["reports/new.png"],
+                 "tracked_files_modified": ["reports/t.csv"]}
+    assert bench.changed_outputs(old, old, [])["outputs_with_other_bytes"] == []  # a deterministic rerun
+    assert bench.lock_outputs("") == {}
+
+
 def test_stages_are_grouped_by_paper():
     assert [bench.paper_of(s) for s in ("ragcontrol_rag@smollm2", "cscl_train@0", "fetch", "cards")] == [
         "ragcontrol", "cscl", "fetch", "cards"]
