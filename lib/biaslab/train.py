@@ -134,23 +134,39 @@ def finish(model, out_dir: Path, result, curve: list[tuple[int, float]], *, reco
 
 def train_mnrl(base_dir: str | Path, triplets: pd.DataFrame, out_dir: Path, *, epochs: int, batch_size: int,
                learning_rate: float, warmup_ratio: float, scale: float, max_seq_length: int | None, seed: int,
-               device: str, record: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+               device: str, record: dict[str, Any], grad_cache_chunk: int = 0) -> tuple[Path, dict[str, Any]]:
     """Fine-tune a bi-encoder on (anchor, positive, negative) with MultipleNegativesRankingLoss — in-batch
     negatives plus the hard negative, cosine similarity × ``scale`` (intersect §4.2, Alg. 1).
+
+    ``grad_cache_chunk``: 0 trains with sentence-transformers' ``MultipleNegativesRankingLoss``; a positive number
+    with its ``CachedMultipleNegativesRankingLoss`` (gradient caching, Gao et al. 2021, as cscl's
+    ``grad_cache_chunk``): the same loss over the whole batch and the same gradient up to floating-point
+    summation, with the activations of only ``grad_cache_chunk`` texts alive at a time — peak memory no longer grows with the batch (3 × ``batch_size``
+    sequences), at the cost of a second forward pass. The dropout masks of the cached loss's two passes come from
+    its own replayed random state, so a run is not bit-identical to the plain loss's run.
 
     Batches never hold the same text twice (anchors recur across their triplets; see ``fit``). ``record`` (e.g.
     the base model's name and the run's identity) is saved with the model. Returns (model folder, training log
     summary)."""
     from datasets import Dataset
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
 
+    if grad_cache_chunk < 0:
+        raise ValueError(f"grad_cache_chunk must be 0 (off) or a positive number of texts, got {grad_cache_chunk}")
     model, dev = start(base_dir, seed=seed, device=device, max_seq_length=max_seq_length)
     data = Dataset.from_pandas(triplets[["anchor", "positive", "negative"]].reset_index(drop=True),
                                preserve_index=False)
-    result, curve = fit(model, data, MultipleNegativesRankingLoss(model, scale=scale), epochs=epochs,
-                        batch_size=batch_size, learning_rate=learning_rate, warmup=warmup_ratio, seed=seed, device=dev)
+    loss = (CachedMultipleNegativesRankingLoss(model, scale=scale, mini_batch_size=grad_cache_chunk)
+            if grad_cache_chunk else MultipleNegativesRankingLoss(model, scale=scale))
+    result, curve = fit(model, data, loss, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                        warmup=warmup_ratio, seed=seed, device=dev)
     run = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
            "scale": scale, "max_seq_length": max_seq_length, "seed": seed, "device": dev, **record}
+    if grad_cache_chunk:
+        run["grad_cache_chunk"] = grad_cache_chunk
     return finish(model, out_dir, result, curve, record=run, triplets=len(data))
 
 

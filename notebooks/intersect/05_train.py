@@ -44,6 +44,7 @@ warmup_ratio = ...  # intersect.train.warmup_ratio
 scale = ...  # intersect.train.scale
 max_seq_length = ...  # intersect.train.max_seq_length
 max_triplets = ...  # intersect.train.max_triplets
+grad_cache_chunk = ...  # intersect.train.grad_cache_chunk
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
@@ -72,8 +73,9 @@ print(f"{run}: {len(pool)} training triplets from {pool['anchor_id'].nunique()} 
 out, summary = train_mnrl(M[T.base_model], pool, ROOT / "data/models/intersect" / run, epochs=T.epochs,
                           batch_size=T.batch_size, learning_rate=T.learning_rate, warmup_ratio=T.warmup_ratio,
                           scale=T.scale, max_seq_length=T.max_seq_length, seed=P.common.seed,
-                          device=P.common.device, record={"base": T.base_model, "run": run, "corpus": corpus,
-                                                          "strategy": strategy, "subset": subset})
+                          device=P.common.device, grad_cache_chunk=T.grad_cache_chunk,
+                          record={"base": T.base_model, "run": run, "corpus": corpus, "strategy": strategy,
+                                  "subset": subset})
 write_json(ROOT / f"reports/intersect/train/{run}.json", summary | {"run": run})
 fig = loss_curve(summary, ylabel="MNRL loss", title=run)
 plt.show()

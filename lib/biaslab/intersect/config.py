@@ -72,6 +72,7 @@ class IntersectTrain(Section):
     scale: float = Field(gt=0)  # MNRL similarity scale (1 / temperature)
     max_seq_length: int = Field(gt=8)
     max_triplets: int | None = Field(gt=0)  # per run, sampled; null = every training triplet
+    grad_cache_chunk: int = Field(ge=0)  # texts per chunk under gradient caching; 0 = plain MNRL (train.train_mnrl)
     runs: list[str]
 
     @field_validator("runs")
