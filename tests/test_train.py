@@ -12,7 +12,7 @@ from conftest import model_dir
 
 pytestmark = pytest.mark.slow
 ARGS = {"epochs": 1, "batch_size": 4, "learning_rate": 1e-4, "warmup_ratio": 0.1, "scale": 20.0,
-        "max_seq_length": 256, "device": "cpu"}
+        "max_seq_length": 256, "device": "cpu", "grad_cache_chunk": 0}
 
 
 def tiny_triplets():
@@ -55,8 +55,8 @@ def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, caps
 
 
 def test_grad_cache_chunk_trains_with_the_cached_loss_and_records_it(tmp_path, minilm):
-    out, summary = train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "model", **ARGS, seed=1, record={},
-                              grad_cache_chunk=3)  # 12 texts per batch, 3 at a time
+    out, summary = train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "model", **ARGS | {"grad_cache_chunk": 3},
+                              seed=1, record={})  # 12 texts per batch, 3 at a time
     run = json.loads((out / "biaslab_run.json").read_text())
     assert run["grad_cache_chunk"] == 3 and summary["steps"] == 2 and np.isfinite(summary["train_loss"])
     from biaslab.models import load_sentence_transformer
@@ -64,8 +64,8 @@ def test_grad_cache_chunk_trains_with_the_cached_loss_and_records_it(tmp_path, m
     s = "People like that are always lazy."
     assert not np.allclose(load_sentence_transformer(str(out), "cpu").encode([s]), minilm.encode([s]), atol=1e-4)
     with pytest.raises(ValueError, match="grad_cache_chunk"):
-        train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "bad", **ARGS, seed=1, record={},
-                   grad_cache_chunk=-1)
+        train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "bad", **ARGS | {"grad_cache_chunk": -1}, seed=1,
+                   record={})
 
 
 def test_wall_clock_keys_of_training_and_evaluation_are_left_out_of_printed_logs():

@@ -134,7 +134,7 @@ def finish(model, out_dir: Path, result, curve: list[tuple[int, float]], *, reco
 
 def train_mnrl(base_dir: str | Path, triplets: pd.DataFrame, out_dir: Path, *, epochs: int, batch_size: int,
                learning_rate: float, warmup_ratio: float, scale: float, max_seq_length: int | None, seed: int,
-               device: str, record: dict[str, Any], grad_cache_chunk: int = 0) -> tuple[Path, dict[str, Any]]:
+               device: str, record: dict[str, Any], grad_cache_chunk: int) -> tuple[Path, dict[str, Any]]:
     """Fine-tune a bi-encoder on (anchor, positive, negative) with MultipleNegativesRankingLoss — in-batch
     negatives plus the hard negative, cosine similarity × ``scale`` (intersect §4.2, Alg. 1).
 
