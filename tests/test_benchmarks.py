@@ -77,6 +77,10 @@ def test_changed_outputs_compares_output_hashes_of_two_locks_and_lists_modified_
     assert bench.lock_outputs("") == {}
 
 
+def test_the_fresh_clone_benchmark_runs_the_readme_command_1_verbatim():
+    assert f"{bench.COMMAND_1}\n" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 def test_stages_are_grouped_by_paper():
     assert [bench.paper_of(s) for s in ("ragcontrol_rag@smollm2", "cscl_train@0", "fetch", "cards")] == [
         "ragcontrol", "cscl", "fetch", "cards"]
