@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from biaslab.embed import EmbeddingCache, Encoder, fingerprint
+from biaslab.embed import EmbeddingCache, Encoder, fingerprint, length_batches
 from biaslab.index import DenseIndex
 from biaslab.usage import STATS_ENV, usage_summary
 
@@ -45,6 +45,32 @@ def test_cache_use_is_logged_only_when_asked(minilm, tmp_path, monkeypatch):
     assert (u["texts"], u["unique"], u["hits"], u["encoded"]) == (5, 4, 2, 2) and u["hit_rate"] == 0.5
     assert list(u["models"]) == [enc.name]
     assert usage_summary(tmp_path / "none.jsonl")["hit_rate"] is None
+
+
+def test_length_batches_never_mix_token_counts():
+    lengths = [5, 9, 5, 9, 9, 2, 5, 9]
+    batches = length_batches(lengths, 2)
+    assert [b.tolist() for b in batches] == [[1, 3], [4, 7], [0, 2], [6], [5]]  # longest first, input order
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(len({lengths[i] for i in b}) == 1 and len(b) <= 2 for b in batches)
+    assert length_batches([], 4) == []
+    with pytest.raises(ValueError, match="batch_size"):
+        length_batches([3], 0)
+
+
+def test_a_vector_does_not_depend_on_the_texts_beside_it(minilm):
+    """The store keeps the first vector of a text, so a stage's bytes would depend on what the store already held
+    if a text's vector depended on its batch companions (padding changes the summation order by ~1e-7)."""
+    short = "The nurse was kind."
+    long = ("The engineer who fixed the bridge over the river last winter was praised by everyone in the town, "
+            "and the mayor gave a long speech about her careful work and the many nights she spent on it.")
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
+    alone = enc.encode([short])
+    np.testing.assert_array_equal(enc.encode([long, short, "A cat."])[1], alone[0])
+    layers = enc.encode_layers([short])
+    np.testing.assert_array_equal(enc.encode_layers([long, short])[1], layers[0])
+    bare = minilm.encode([long, short], convert_to_numpy=True, normalize_embeddings=True)  # padded batch
+    np.testing.assert_allclose(bare[1], alone[0], atol=1e-6)  # the same model, up to the padding's rounding
 
 
 def test_fingerprint_changes_with_the_weights(minilm):

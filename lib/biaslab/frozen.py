@@ -139,6 +139,7 @@ class FrozenBottom:
         on the shared states, then its own pooling / normalisation modules."""
         import torch
 
+        from .embed import length_batches
         from .runtime import progress
 
         if not self.shares(st_model):
@@ -148,14 +149,13 @@ class FrozenBottom:
         _, layers = encoder_stack(hf)
         device = next(hf.parameters()).device
         states = self.states(texts)
-        order = np.argsort([-len(s) for s in states], kind="stable")
+        # equal token counts per batch: the top layers never pad, as biaslab.embed.Encoder (its module doc)
+        batches = length_batches([len(s) for s in states], self.batch_size)
         out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
         was_training = st_model.training
         st_model.eval()
-        batches = range(0, len(order), self.batch_size)
         with torch.inference_mode():
-            for s in progress(batches, desc=f"top layers {self.n_frozen + 1}-{len(layers)}", disable=len(batches) <= 1):
-                idx = order[s:s + self.batch_size]
+            for idx in progress(batches, desc=f"top layers {self.n_frozen + 1}-{len(layers)}", disable=len(batches) <= 1):
                 x, mask = pad_states([states[i] for i in idx])
                 x, mask = x.to(device), mask.to(device)
                 features = {"token_embeddings": run_layers(layers[self.n_frozen:], hf.config, x, mask),
