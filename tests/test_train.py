@@ -10,7 +10,6 @@ from biaslab.train import train_mnrl
 
 from conftest import model_dir
 
-pytestmark = pytest.mark.slow
 ARGS = {"epochs": 1, "batch_size": 4, "learning_rate": 1e-4, "warmup_ratio": 0.1, "scale": 20.0,
         "max_seq_length": 256, "device": "cpu", "grad_cache_chunk": 0}
 
@@ -22,6 +21,7 @@ def tiny_triplets():
     return pd.DataFrame({"anchor": a, "positive": p, "negative": n})
 
 
+@pytest.mark.slow
 def test_train_mnrl_saves_a_changed_model(tmp_path, minilm):
     out, summary = train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "model", **ARGS, seed=1,
                               record={"run": "t"})
@@ -36,6 +36,7 @@ def test_train_mnrl_saves_a_changed_model(tmp_path, minilm):
     assert not any(p.name.startswith(".model.") for p in tmp_path.iterdir())  # no temp folder left
 
 
+@pytest.mark.slow
 def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, capsys):
     """Same seed → the same weights, the same run record and the same printed log (the executed notebooks
     are DVC outputs, so a wall-clock line in them would make every forced rerun look like a change)."""
@@ -54,6 +55,7 @@ def test_train_mnrl_is_byte_reproducible_and_prints_no_wall_clock(tmp_path, caps
     assert logs[0].out == logs[1].out
 
 
+@pytest.mark.slow
 def test_grad_cache_chunk_trains_with_the_cached_loss_and_records_it(tmp_path, minilm):
     out, summary = train_mnrl(model_dir("minilm"), tiny_triplets(), tmp_path / "model", **ARGS | {"grad_cache_chunk": 3},
                               seed=1, record={})  # 12 texts per batch, 3 at a time
