@@ -73,6 +73,15 @@ def test_a_vector_does_not_depend_on_the_texts_beside_it(minilm):
     np.testing.assert_allclose(bare[1], alone[0], atol=1e-6)  # the same model, up to the padding's rounding
 
 
+def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
+    texts = ["A cat.", "The nurse was kind to everyone.", "Hi", "The engineer fixed the long bridge in winter."]
+    whole = enc._token_lengths(texts)
+    assert len(set(whole.tolist())) == 4
+    np.testing.assert_array_equal(enc._token_lengths(texts, chunk=3), whole)
+    assert enc._token_lengths([]).shape == (0,)
+
+
 def test_fingerprint_changes_with_the_weights(minilm):
     import copy
 
