@@ -110,3 +110,25 @@ def test_encoder_checkpoints_are_the_base_models_and_every_trained_run(tmp_path)
                                                          ("ragfair/lora", "encoder", "data/models/ragfair/lora")]
     with pytest.raises(FileNotFoundError, match="intersect"):
         measure.encoder_checkpoints(tmp_path, ["minilm"], ["intersect"])
+
+
+def test_every_encoder_is_measured_at_one_truncation_whatever_it_was_saved_with(tmp_path, minilm):
+    """A checkpoint saved at 96 tokens (as ragcontrol's embedders are) and the base encoder (256) are both loaded
+    at ``cards.max_seq_length``; a long passage's vector then equals the base encoder's at that length."""
+    from conftest import PARAMS
+
+    folder = tmp_path / "data/models/ragcontrol/run"
+    minilm.max_seq_length = 96
+    try:
+        minilm.save(str(folder))
+    finally:
+        minilm.max_seq_length = 256
+    assert measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
+                                max_seq_length=96).model.max_seq_length == 96  # saved length, for contrast
+    saved = measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
+                                 max_seq_length=40)
+    base = measure.load_encoder("minilm", tmp_path, PARAMS.models, device="cpu", batch_size=4, max_seq_length=40)
+    assert saved.model.max_seq_length == base.model.max_seq_length == 40
+    text = ["the engineer explained the design to her colleagues " * 12]  # about 110 tokens
+    np.testing.assert_allclose(saved.encode(text), base.encode(text), atol=1e-6)
+    assert not np.allclose(base.encode(text), minilm.encode(text, normalize_embeddings=True), atol=1e-3)

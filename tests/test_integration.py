@@ -106,6 +106,7 @@ def pipeline(tmp_path_factory):
                                                    "reward_irrelevant", "lws", "advbert")}
     # λ = 0.1 shifts the hinge margins too little to switch any of 24 pairs: identical to the base ranker (README)
     fr["rankers"]["penalty_relevant"]["lambdas"] = [1.0, 5.0]
+    params["cards"]["max_seq_length"] = 48  # as the tiny ragcontrol retrieves
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     netlog = root.parent / "network.log"
     # A fresh cache, except the dequantised SmolLM2 weights: content-keyed and shared with the unit tests, so a clean
@@ -498,6 +499,14 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     for name in ("ragfair/lora_wiseft", "ragcontrol/politics-last1"):
         assert not np.allclose(encoders.loc[name, measures].astype(float), base.astype(float)), name
     assert cards.loc["cscl/sbic_race/ce", "eo_gap"] >= 0 and pd.isna(cards.loc["cscl/sbic_race/ce", "spd"])
+    # measured at ragcontrol's truncation (cards.max_seq_length = ragcontrol.max_seq_length here), the base encoder's
+    # embedder bias is ragcontrol's own (cards.csv keeps 6 significant digits)
+    from biaslab.ragcontrol import evaluate as rc_eval
+
+    retrieved = pd.read_parquet(root / "data/processed/ragcontrol/retrieval/retrievals.parquet")
+    own = rc_eval.summarise(retrieved[retrieved["setting"] == "base"]).set_index("task")["embedder_bias"]
+    for task, value in own.items():
+        assert cards.loc["base/minilm", f"embedder_bias[{task}]"] == float(f"{value:.6g}"), task
     changes = pd.read_csv(root / "reports/cards/bias_change.csv")
     assert set(changes["paper"]) >= {"ragfair", "ragcontrol", "fairrank"}
     assert (pd.read_csv(root / "reports/cards/moved.csv")["bias_change"] < 0).all()

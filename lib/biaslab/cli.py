@@ -185,7 +185,8 @@ def _cmd_card(args) -> int:
     except FileNotFoundError as err:
         print(f"biaslab card: {err}", file=sys.stderr)
         return 2
-    enc = measure.load_encoder(args.model, root, P.models, device=P.common.device, batch_size=P.common.batch_size)
+    enc = measure.load_encoder(args.model, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
+                               max_seq_length=P.cards.max_seq_length)
     card = measure.encoder_card(enc, args.model, probes)
     if args.json:
         print(json.dumps({"checkpoint": args.model, **card}, indent=2))

@@ -63,6 +63,7 @@ embedder_tasks = ...  # cards.embedder_tasks
 rank_query_set = ...  # cards.rank_query_set
 rank_measures = ...  # cards.rank_measures
 moved_top = ...  # cards.moved_top
+max_seq_length = ...  # cards.max_seq_length
 
 # %%
 P = config.stage_params(globals(), "cards")
@@ -80,7 +81,8 @@ print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probe
 # %%
 encoder_rows = []
 for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
-    enc = measure.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size)
+    enc = measure.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
+                               max_seq_length=C.max_seq_length)
     encoder_rows.append((ck, measure.encoder_card(enc, ck.name, probes)))
 rankers = measure.ranker_rows(pd.read_csv(ROOT / "reports/fairrank/results/per_query.csv", dtype={"qid": str}),
                               C.rank_query_set, C.rank_measures)

@@ -19,6 +19,7 @@ class Cards(Section):
     rank_query_set: Literal["dl19", "dl19_fair"]  # fairrank's queries for the bi-encoder re-ranking measures
     rank_measures: list[str] = Field(min_length=1)  # fairrank measure names, e.g. ARaB-tc@10, NFaiRR@10, MRR@10
     moved_top: int = Field(gt=0)  # checkpoints listed per measure in moved.csv (the largest reductions)
+    max_seq_length: int = Field(gt=0)  # one truncation for every encoder measured (tokens)
 
 
 SECTION = Cards
