@@ -358,3 +358,42 @@ def test_reverse_bias_training_runs_through_the_trainer_and_moves_towards_positi
     assert margin(after) > margin(before)  # the female (positive) document moved closer than the male one
     (m1, first), = list(finetune.wise_models(model_dir("minilm"), out, [0.5], device="cpu"))
     assert m1 == 0.5 and margin(before) < margin(first) < margin(after)
+
+
+def _bare_scorer(net: torch.nn.Module, cache_path) -> reader.OptionScorer:
+    """An OptionScorer around ``net`` without loading a language model (only what the score cache uses)."""
+    from biaslab.llm.cache import ScoreCache
+
+    sc = object.__new__(reader.OptionScorer)
+    sc.model, sc.net, sc.batch_size, sc._cache_id = "tiny-lm", net, 8, None
+    sc.cache = ScoreCache("reader_scores", path=cache_path)
+    return sc
+
+
+def test_cached_reader_scores_are_keyed_by_the_weights_and_the_scoring_scheme(tmp_path, monkeypatch):
+    """The same registry name with other weights, or another scoring scheme, must not read the old scores: a
+    rerun after a change would otherwise report the old model's or the old code's numbers."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 2)
+    calls = []
+
+    def compute(texts, options):
+        calls.append(len(texts))
+        return [[float(len(t)), 0.0] for t in texts]
+
+    texts, options = ["a prompt", "another prompt"], [("A", "B"), ("A", "B")]
+    first = _bare_scorer(net, tmp_path / "scores.sqlite")
+    np.testing.assert_array_equal(first._cached("next", texts, options, compute), [[8, 0], [14, 0]])
+    same = _bare_scorer(net, tmp_path / "scores.sqlite")
+    assert same.cache_id == first.cache_id and same.cache_id.startswith("tiny-lm@")
+    same._cached("next", texts, options, compute)
+    assert calls == [2]  # the same weights: both scores from the cache
+    other = torch.nn.Linear(4, 2)
+    other.load_state_dict(net.state_dict())
+    with torch.no_grad():
+        other.weight[0, 0] += 1e-6
+    _bare_scorer(other, tmp_path / "scores.sqlite")._cached("next", texts, options, compute)
+    assert calls == [2, 2]  # one weight moved: computed again
+    monkeypatch.setattr(reader, "SCORING", reader.SCORING + " (changed)")
+    _bare_scorer(net, tmp_path / "scores.sqlite")._cached("next", texts, options, compute)
+    assert calls == [2, 2, 2]  # the scoring scheme changed: computed again

@@ -28,6 +28,10 @@ from ..llm.cache import ScoreCache
 from ..runtime import progress
 from . import prompts
 
+# How option scores are computed; with the weights it keys the score cache (:meth:`OptionScorer.cache_id`), so a
+# change to the computation must change this text, or a rerun would read the old code's scores from the cache.
+SCORING = "left-padded prompts, one key/value cache per prompt reused for each option, float32 log-softmax"
+
 
 def truncate_words(text: str, max_words: int | None) -> str:
     """The first ``max_words`` words (a CPU-budget knob for long passages; None keeps everything)."""
@@ -68,6 +72,21 @@ class OptionScorer:
         self.model, self.tokenizer, self.net = model, self._lm.tokenizer, self._lm.lm
         self.batch_size = batch_size
         self.cache = ScoreCache("reader_scores") if cache else None
+        self._cache_id: str | None = None
+
+    @property
+    def cache_id(self) -> str:
+        """What a cached score depends on besides its prompt and options: the registry name, the scoring scheme
+        (:data:`SCORING`) and a content hash of the loaded weights — never the name alone, which stays the same
+        when the weights or the code change."""
+        if self._cache_id is None:
+            import hashlib
+
+            from ..embed import fingerprint
+
+            digest = hashlib.sha256(f"{SCORING};{fingerprint(self.net)}".encode()).hexdigest()[:32]
+            self._cache_id = f"{self.model}@{digest}"
+        return self._cache_id
 
     @property
     def llm(self):
@@ -138,7 +157,8 @@ class OptionScorer:
         return out
 
     def _cached(self, kind: str, texts: list[str], options: list[tuple[str, ...]], compute) -> np.ndarray:
-        keys = [ScoreCache.key(self.model, kind, t, o) for t, o in zip(texts, options, strict=True)]
+        ident = self.cache_id if self.cache else self.model  # uncached: the keys only find repeated texts
+        keys = [ScoreCache.key(ident, kind, t, o) for t, o in zip(texts, options, strict=True)]
         found = self.cache.get(keys) if self.cache else {}
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
