@@ -118,11 +118,12 @@ def test_every_encoder_is_measured_at_one_truncation_whatever_it_was_saved_with(
     from conftest import PARAMS
 
     folder = tmp_path / "data/models/ragcontrol/run"
+    own = minilm.max_seq_length  # the session's shared model: put its length back whatever happens
     minilm.max_seq_length = 96
     try:
         minilm.save(str(folder))
     finally:
-        minilm.max_seq_length = 256
+        minilm.max_seq_length = own
     assert measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
                                 max_seq_length=96).model.max_seq_length == 96  # saved length, for contrast
     saved = measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
