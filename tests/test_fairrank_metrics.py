@@ -102,3 +102,19 @@ def test_run_with_duplicate_document_fails():
     run = pd.DataFrame({"qid": ["1", "1"], "docid": ["a", "a"], "score": [1.0, 2.0]})
     with pytest.raises(ValueError, match="twice"):
         metrics.ranked(run)
+
+
+def test_a_document_listed_twice_in_the_terms_table_fails_clearly():
+    t = pd.concat([terms(), terms().iloc[[1]]], ignore_index=True)
+    with pytest.raises(ValueError, match="'D_2' more than once"):
+        metrics.arab({"q": ["doc-a"]}, t, cutoff=10, kind="tc")
+
+
+def test_mrr_reads_only_the_ranked_documents_judgments():
+    """Judgments of unranked documents change no reciprocal rank (mrr passes only ranked ones to ir_measures): a
+    relevant document below the cut-off or not ranked at all scores 0, integer ids work as strings."""
+    qrels = pd.DataFrame({"qid": [1, 1, 2, 3], "docid": [10, 99, 20, 30], "relevance": [2, 3, 2, 1]})
+    run = pd.DataFrame({"qid": [1] * 11 + [2], "docid": list(range(11)) + [21], "score": list(range(11, 0, -1)) + [1.0]})
+    # q1: doc 10 is 11th (score 1) -> 0 at @10, 1/11 at @20; doc 99 is judged but unranked
+    assert metrics.mrr(run, qrels, ["1", "2", "3"], cutoff=10, relevance=2) == {"1": 0.0, "2": 0.0, "3": 0.0}
+    assert metrics.mrr(run, qrels, ["1"], cutoff=20, relevance=2) == {"1": pytest.approx(1 / 11)}
