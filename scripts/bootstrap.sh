@@ -28,7 +28,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # Byte-code must exist up front: where PYTHONDONTWRITEBYTECODE is set nothing is cached on import, and every
   # notebook kernel would recompile torch, transformers, pandas... (stages ran 2-3x slower). compileall on every
   # core instead of pip's one-file-at-a-time compile: 51 s vs ~90 s here. Files written for newer Pythons (torch's
-  # py312 test helpers) fail to compile and are skipped, as pip skips them.
-  .venv/bin/python -m compileall -qq -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
+  # py312 test helpers) fail to compile and are skipped, as pip skips them. The packages' own test suites (a sixth
+  # of the source: pandas/tests, scipy/*/tests, ...) are never imported here and are not compiled.
+  .venv/bin/python -m compileall -qq -j 0 -x 'site-packages/(.+/)?tests/' \
+    "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
   echo "$want" > "$stamp"
 fi
