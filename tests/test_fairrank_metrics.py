@@ -114,7 +114,7 @@ def test_mrr_reads_only_the_ranked_documents_judgments():
     """Judgments of unranked documents change no reciprocal rank (mrr passes only ranked ones to ir_measures): a
     relevant document below the cut-off or not ranked at all scores 0, integer ids work as strings."""
     qrels = pd.DataFrame({"qid": [1, 1, 2, 3], "docid": [10, 99, 20, 30], "relevance": [2, 3, 2, 1]})
-    run = pd.DataFrame({"qid": [1] * 11 + [2], "docid": list(range(11)) + [21], "score": list(range(11, 0, -1)) + [1.0]})
+    run = pd.DataFrame({"qid": [1] * 11 + [2], "docid": [*range(11), 21], "score": [*range(11, 0, -1), 1.0]})
     # q1: doc 10 is 11th (score 1) -> 0 at @10, 1/11 at @20; doc 99 is judged but unranked
     assert metrics.mrr(run, qrels, ["1", "2", "3"], cutoff=10, relevance=2) == {"1": 0.0, "2": 0.0, "3": 0.0}
     assert metrics.mrr(run, qrels, ["1"], cutoff=20, relevance=2) == {"1": pytest.approx(1 / 11)}
