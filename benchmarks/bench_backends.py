@@ -1,7 +1,7 @@
 """Inference backends for the CPU defaults: is there a faster way to embed than plain fp32 torch, and what does it
 cost in agreement?
 
-    python benchmarks/bench_backends.py [--texts 2000] [--queries 200] [--rounds 3]
+    python benchmarks/bench_backends.py [--texts 2000] [--queries 200] [--rounds 3] [--passages 1268]
 
 Variants, all on the project's MiniLM (the encoder every paper's CPU default uses):
 
@@ -10,11 +10,18 @@ Variants, all on the project's MiniLM (the encoder every paper's CPU default use
   activations; fbgemm/x86 kernels, AVX2 is enough);
 * ``onnx`` / ``onnx-int8`` and ``openvino`` — sentence-transformers' own backends, when they can be loaded next to
   the pinned torch / transformers (they need optimum-onnx or optimum-intel); when they cannot, the reason is
-  recorded instead of a number.
+  recorded instead of a number;
+* ``onnxruntime-direct`` — the ONNX path without optimum: the encoder's transformer exported with
+  ``torch.onnx.export`` and run in ONNX Runtime, mean-pooled and normalised as the SentenceTransformer does, on the
+  same length-sorted batches. ONNX Runtime is not a project dependency (nothing else would use it): install
+  ``onnxruntime`` and ``onnx`` beside the environment to measure it; otherwise the variant is recorded as unavailable.
 
 For each: throughput (texts per second, best of ``--rounds``), cosine to the fp32 vectors (mean and minimum), and
-top-1 / top-10 retrieval agreement with fp32 when ``--queries`` of the texts search the rest. Writes
-``benchmarks/results/backends.json``. Run it on an otherwise idle machine.
+top-1 / top-10 retrieval agreement with fp32 when ``--queries`` of the texts search the rest. Two sets of texts,
+because the answer depends on length: ``sentences`` (``--texts`` short real sentences: SEAT, SBIC, IndiBias) and
+``passages`` (``--passages`` GenderBias-QA passages from ``ragcontrol_data``'s corpus, most of them longer than the
+128 tokens they are cut to — what the costliest stages embed; skipped when that stage has not run, 0 = skip).
+Writes ``benchmarks/results/backends.json``. Run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -57,51 +64,93 @@ def agreement(ref: np.ndarray, other: np.ndarray, n_queries: int) -> dict:
             "top10_overlap": round(float(overlap10), 4)}
 
 
+def onnxruntime_direct(folder, texts: list[str], batch_size: int, rounds: int,
+                       max_seq_length: int) -> tuple[np.ndarray, float]:
+    """``onnxruntime-direct`` (module doc): vectors in input order and texts per second (best of ``rounds``)."""
+    import tempfile
+
+    import onnxruntime as ort
+    import torch
+
+    from biaslab import models
+
+    st = models.load_sentence_transformer(folder, "cpu")
+    tok, net, length = st[0].tokenizer, st[0].auto_model.eval(), max_seq_length
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    sample = tok(texts[:2], padding=True, truncation=True, max_length=length, return_tensors="pt")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "encoder.onnx")
+        torch.onnx.export(Hidden(net), (sample["input_ids"], sample["attention_mask"]), path,
+                          input_names=["input_ids", "attention_mask"], output_names=["hidden"], opset_version=17,
+                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask", "hidden")},
+                          dynamo=False)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = torch.get_num_threads()
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+    order = np.argsort([-len(t) for t in texts], kind="stable")  # as SentenceTransformer.encode batches them
+
+    def encode() -> np.ndarray:
+        out = np.zeros((len(texts), net.config.hidden_size), np.float32)
+        for start in range(0, len(texts), batch_size):
+            idx = order[start:start + batch_size]
+            enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=length, return_tensors="np")
+            hidden = session.run(None, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})[0]
+            mask = enc["attention_mask"][..., None].astype(np.float32)
+            v = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+            out[idx] = v / np.linalg.norm(v, axis=1, keepdims=True)
+        return out
+
+    encode()  # warm-up
+    best, vecs = float("inf"), None
+    for _ in range(rounds):
+        t = time.perf_counter()
+        vecs = encode()
+        best = min(best, time.perf_counter() - t)
+    return vecs, len(texts) / best
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("--texts", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--passages", type=int, default=1268)
+    ap.add_argument("--max-seq-length", type=int, default=128, help="truncation of every variant (ragcontrol's and "
+                    "the bias cards' length)")
     args = ap.parse_args(argv)
 
     import torch
-    from sentence_transformers import SentenceTransformer
 
     from biaslab import models
     from biaslab.config import load_params
 
-    texts = real_texts(args.texts)
     folder = models.preflight(["minilm"], load_params(ROOT / "params.yaml", sections=["models"]).models)["minilm"]
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                              "torch": torch.__version__, "threads": torch.get_num_threads()},
-                 "texts": len(texts), "queries": args.queries, "variants": {}}
+                 "max_seq_length": args.max_seq_length, "sets": {}}
+    sets = {"sentences": real_texts(args.texts)}
+    corpus = ROOT / "data/processed/ragcontrol/tasks/GenderBias-QA/corpus.parquet"
+    if args.passages and corpus.is_file():
+        import pandas as pd
 
-    base = models.load_sentence_transformer(folder, "cpu")
-    ref, rate = timed_encode(base, texts, args.batch_size, args.rounds)
-    out["variants"]["torch-fp32"] = {"texts_per_s": round(rate, 1)}
-    print(f"torch-fp32: {rate:.0f} texts/s")
-
-    q = models.load_sentence_transformer(folder, "cpu")
-    q = torch.ao.quantization.quantize_dynamic(q, {torch.nn.Linear}, dtype=torch.qint8)
-    vecs, rate = timed_encode(q, texts, args.batch_size, args.rounds)
-    out["variants"]["torch-int8-dynamic"] = {"texts_per_s": round(rate, 1),
-                                             "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
-                                             **agreement(ref, vecs, args.queries)}
-    print(f"torch-int8-dynamic: {out['variants']['torch-int8-dynamic']}")
-
-    for name, kwargs in (("onnx", {"backend": "onnx"}), ("openvino", {"backend": "openvino"})):
-        try:
-            m = SentenceTransformer(str(folder), device="cpu", local_files_only=True, **kwargs)
-        except Exception as err:
-            out["variants"][name] = {"unavailable": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"}
-            print(f"{name}: unavailable ({out['variants'][name]['unavailable']})")
-            continue
-        vecs, rate = timed_encode(m, texts, args.batch_size, args.rounds)
-        out["variants"][name] = {"texts_per_s": round(rate, 1),
-                                 "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
-                                 **agreement(ref, vecs, args.queries)}
-        print(f"{name}: {out['variants'][name]}")
+        sets["passages"] = list(dict.fromkeys(pd.read_parquet(corpus)["text"].astype(str)))[:args.passages]
+    elif args.passages:
+        out["sets"]["passages"] = {"unavailable": f"{corpus.relative_to(ROOT)} not found: run `dvc repro "
+                                                  "ragcontrol_data@GenderBias-QA` first"}
+    for name, texts in sets.items():
+        print(f"== {name}: {len(texts)} texts")
+        out["sets"][name] = {"texts": len(texts), "queries": min(args.queries, len(texts) // 2),
+                             "variants": measure_set(folder, texts, min(args.queries, len(texts) // 2), args)}
 
     path = ROOT / "benchmarks/results/backends.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +159,55 @@ def main(argv: list[str] | None = None) -> int:
     os.replace(tmp, path)
     print(f"wrote {path}")
     return 0
+
+
+def measure_set(folder, texts: list[str], queries: int, args) -> dict:
+    """Every variant (module doc) on one set of texts."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from biaslab import models
+
+    out: dict = {"variants": {}}
+    base = models.load_sentence_transformer(folder, "cpu")
+    base.max_seq_length = args.max_seq_length
+    ref, rate = timed_encode(base, texts, args.batch_size, args.rounds)
+    out["variants"]["torch-fp32"] = {"texts_per_s": round(rate, 1)}
+    print(f"torch-fp32: {rate:.0f} texts/s")
+
+    q = models.load_sentence_transformer(folder, "cpu")
+    q.max_seq_length = args.max_seq_length
+    q = torch.ao.quantization.quantize_dynamic(q, {torch.nn.Linear}, dtype=torch.qint8)
+    vecs, rate = timed_encode(q, texts, args.batch_size, args.rounds)
+    out["variants"]["torch-int8-dynamic"] = {"texts_per_s": round(rate, 1),
+                                             "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
+                                             **agreement(ref, vecs, queries)}
+    print(f"torch-int8-dynamic: {out['variants']['torch-int8-dynamic']}")
+
+    for name, kwargs in (("onnx", {"backend": "onnx"}), ("openvino", {"backend": "openvino"})):
+        try:
+            m = SentenceTransformer(str(folder), device="cpu", local_files_only=True, **kwargs)
+            m.max_seq_length = args.max_seq_length
+        except Exception as err:
+            out["variants"][name] = {"unavailable": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"}
+            print(f"{name}: unavailable ({out['variants'][name]['unavailable']})")
+            continue
+        vecs, rate = timed_encode(m, texts, args.batch_size, args.rounds)
+        out["variants"][name] = {"texts_per_s": round(rate, 1),
+                                 "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
+                                 **agreement(ref, vecs, queries)}
+        print(f"{name}: {out['variants'][name]}")
+
+    try:
+        vecs, rate = onnxruntime_direct(folder, texts, args.batch_size, args.rounds, args.max_seq_length)
+    except ImportError as err:
+        out["variants"]["onnxruntime-direct"] = {"unavailable": f"{err}; install onnxruntime and onnx to measure it"}
+    else:
+        out["variants"]["onnxruntime-direct"] = {
+            "texts_per_s": round(rate, 1), "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
+            **agreement(ref, vecs, queries)}
+    print(f"onnxruntime-direct: {out['variants']['onnxruntime-direct']}")
+    return out["variants"]
 
 
 if __name__ == "__main__":
