@@ -20,7 +20,8 @@ For each: throughput (texts per second, best of ``--rounds``), cosine to the fp3
 top-1 / top-10 retrieval agreement with fp32 when ``--queries`` of the texts search the rest. Two sets of texts,
 because the answer depends on length: ``sentences`` (``--texts`` short real sentences: SEAT, SBIC, IndiBias) and
 ``passages`` (``--passages`` GenderBias-QA passages from ``ragcontrol_data``'s corpus, most of them longer than the
-128 tokens they are cut to — what the costliest stages embed; skipped when that stage has not run, 0 = skip).
+``cards.max_seq_length`` tokens every variant cuts at — what the costliest stages embed; skipped when that stage has
+not run, 0 = skip).
 Writes ``benchmarks/results/backends.json``. Run it on an otherwise idle machine.
 """
 
@@ -125,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--passages", type=int, default=1268)
-    ap.add_argument("--max-seq-length", type=int, default=128, help="truncation of every variant (ragcontrol's and "
-                    "the bias cards' length)")
+    ap.add_argument("--max-seq-length", type=int, default=None, help="truncation of every variant (default: the "
+                    "bias cards' cards.max_seq_length, the length every card embeds at)")
     args = ap.parse_args(argv)
 
     import torch
@@ -134,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     from biaslab import models
     from biaslab.config import load_params
 
-    folder = models.preflight(["minilm"], load_params(ROOT / "params.yaml", sections=["models"]).models)["minilm"]
+    params = load_params(ROOT / "params.yaml", sections=["models", "cards"])
+    folder = models.preflight(["minilm"], params.models)["minilm"]
+    if args.max_seq_length is None:
+        args.max_seq_length = params.cards.max_seq_length
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                              "torch": torch.__version__, "threads": torch.get_num_threads()},
                  "max_seq_length": args.max_seq_length, "sets": {}}
