@@ -65,58 +65,53 @@ def agreement(ref: np.ndarray, other: np.ndarray, n_queries: int) -> dict:
             "top10_overlap": round(float(overlap10), 4)}
 
 
-def onnxruntime_direct(folder, texts: list[str], batch_size: int, rounds: int,
-                       max_seq_length: int) -> tuple[np.ndarray, float]:
-    """``onnxruntime-direct`` (module doc): vectors in input order and texts per second (best of ``rounds``)."""
-    import tempfile
+class OnnxRuntimeEncoder:
+    """``onnxruntime-direct`` (module doc) with ``SentenceTransformer.encode``'s call shape, so :func:`timed_encode`
+    times it like every other variant: vectors in input order, mean-pooled and normalised."""
 
-    import onnxruntime as ort
-    import torch
+    def __init__(self, folder, max_seq_length: int):
+        import tempfile
 
-    from biaslab import models
+        import onnxruntime as ort
+        import torch
 
-    st = models.load_sentence_transformer(folder, "cpu")
-    tok, net, length = st[0].tokenizer, st[0].auto_model.eval(), max_seq_length
+        from biaslab import models
 
-    class Hidden(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
+        st = models.load_sentence_transformer(folder, "cpu")
+        self.tokenizer, net, self.length = st[0].tokenizer, st[0].auto_model.eval(), max_seq_length
+        self.dim = net.config.hidden_size
 
-        def forward(self, input_ids, attention_mask):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        class Hidden(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
 
-    sample = tok(texts[:2], padding=True, truncation=True, max_length=length, return_tensors="pt")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "encoder.onnx")
-        torch.onnx.export(Hidden(net), (sample["input_ids"], sample["attention_mask"]), path,
-                          input_names=["input_ids", "attention_mask"], output_names=["hidden"], opset_version=17,
-                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask", "hidden")},
-                          dynamo=False)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = torch.get_num_threads()
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            def forward(self, input_ids, attention_mask):
+                return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    order = np.argsort([-len(t) for t in texts], kind="stable")  # as SentenceTransformer.encode batches them
+        sample = self.tokenizer(["a sample", "another sample"], padding=True, return_tensors="pt")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "encoder.onnx")
+            torch.onnx.export(Hidden(net), (sample["input_ids"], sample["attention_mask"]), path,
+                              input_names=["input_ids", "attention_mask"], output_names=["hidden"], opset_version=17,
+                              dynamic_axes={n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask",
+                                                                                    "hidden")}, dynamo=False)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = torch.get_num_threads()
+            self.session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
-    def encode() -> np.ndarray:
-        out = np.zeros((len(texts), net.config.hidden_size), np.float32)
+    def encode(self, texts: list[str], batch_size: int, **_) -> np.ndarray:
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # as SentenceTransformer.encode batches them
+        out = np.zeros((len(texts), self.dim), np.float32)
         for start in range(0, len(texts), batch_size):
             idx = order[start:start + batch_size]
-            enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=length, return_tensors="np")
-            hidden = session.run(None, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})[0]
+            enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=self.length,
+                                 return_tensors="np")
+            hidden = self.session.run(None, {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})[0]
             mask = enc["attention_mask"][..., None].astype(np.float32)
             v = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
             out[idx] = v / np.linalg.norm(v, axis=1, keepdims=True)
         return out
-
-    encode()  # warm-up
-    best, vecs = float("inf"), None
-    for _ in range(rounds):
-        t = time.perf_counter()
-        vecs = encode()
-        best = min(best, time.perf_counter() - t)
-    return vecs, len(texts) / best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,8 +148,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   "ragcontrol_data@GenderBias-QA` first"}
     for name, texts in sets.items():
         print(f"== {name}: {len(texts)} texts")
-        out["sets"][name] = {"texts": len(texts), "queries": min(args.queries, len(texts) // 2),
-                             "variants": measure_set(folder, texts, min(args.queries, len(texts) // 2), args)}
+        queries = min(args.queries, len(texts) // 2)
+        out["sets"][name] = {"texts": len(texts), "queries": queries,
+                             "variants": measure_set(folder, texts, queries, args)}
 
     path = ROOT / "benchmarks/results/backends.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +199,7 @@ def measure_set(folder, texts: list[str], queries: int, args) -> dict:
         print(f"{name}: {out['variants'][name]}")
 
     try:
-        vecs, rate = onnxruntime_direct(folder, texts, args.batch_size, args.rounds, args.max_seq_length)
+        vecs, rate = timed_encode(OnnxRuntimeEncoder(folder, args.max_seq_length), texts, args.batch_size, args.rounds)
     except ImportError as err:
         out["variants"]["onnxruntime-direct"] = {"unavailable": f"{err}; install onnxruntime and onnx to measure it"}
     else:
