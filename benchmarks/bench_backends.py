@@ -8,6 +8,11 @@ Variants, all on the project's MiniLM (the encoder every paper's CPU default use
 * ``torch-fp32`` — what every stage does today (the reference);
 * ``torch-int8-dynamic`` — ``torch.ao.quantization.quantize_dynamic`` on the Linear layers (int8 weights, fp32
   activations; fbgemm/x86 kernels, AVX2 is enough);
+* ``torch-bf16-autocast`` — the fp32 model run under ``torch.autocast("cpu", dtype=torch.bfloat16)``: matrix
+  products in bfloat16 with float32 accumulation, layer norms, softmax and pooling in float32 (native bfloat16 dot
+  products need AVX512-BF16 or AMX; without them oneDNN emulates and it is slower — ``machine.cpu_bf16`` says which);
+* ``torch-bf16-weights`` — the whole model cast to bfloat16 (``model.to(torch.bfloat16)``), for comparison: every
+  operation in bfloat16, pooling and normalisation included;
 * ``onnx`` / ``onnx-int8`` and ``openvino`` — sentence-transformers' own backends, when they can be loaded next to
   the pinned torch / transformers (they need optimum-onnx or optimum-intel); when they cannot, the reason is
   recorded instead of a number;
@@ -15,6 +20,10 @@ Variants, all on the project's MiniLM (the encoder every paper's CPU default use
   ``torch.onnx.export`` and run in ONNX Runtime, mean-pooled and normalised as the SentenceTransformer does, on the
   same length-sorted batches. ONNX Runtime is not a project dependency (nothing else would use it): install
   ``onnxruntime`` and ``onnx`` beside the environment to measure it; otherwise the variant is recorded as unavailable.
+
+Training too (``train_step``): seconds per optimisation step of the same MiniLM (in-batch contrastive loss, AdamW,
+``--train-batch`` texts of the first set at ``--train-length`` tokens), fp32 against bfloat16 autocast, best of
+``--rounds`` means over ``--train-steps`` steps.
 
 For each: throughput (texts per second, best of ``--rounds``), cosine to the fp32 vectors (mean and minimum), and
 top-1 / top-10 retrieval agreement with fp32 when ``--queries`` of the texts search the rest. Two sets of texts,
@@ -63,6 +72,19 @@ def agreement(ref: np.ndarray, other: np.ndarray, n_queries: int) -> dict:
     return {"cosine_mean": round(float(cos.mean()), 6), "cosine_min": round(float(cos.min()), 6),
             "top1_agreement": round(float(np.mean(top_ref[:, 0] == top_o[:, 0])), 4),
             "top10_overlap": round(float(overlap10), 4)}
+
+
+class AutocastEncoder:
+    """``torch-bf16-autocast`` (module doc): a SentenceTransformer's ``encode`` under bfloat16 autocast."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def encode(self, texts, **kwargs) -> np.ndarray:
+        import torch
+
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return np.asarray(self.model.encode(texts, **kwargs), dtype=np.float32)
 
 
 class OnnxRuntimeEncoder:
@@ -121,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--passages", type=int, default=1268)
+    ap.add_argument("--train-batch", type=int, default=32)
+    ap.add_argument("--train-length", type=int, default=96)
+    ap.add_argument("--train-steps", type=int, default=5, help="0 = skip the training measurement")
     ap.add_argument("--max-seq-length", type=int, default=None, help="truncation of every variant (default: the "
                     "bias cards' cards.max_seq_length, the length every card embeds at)")
     args = ap.parse_args(argv)
@@ -135,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_seq_length is None:
         args.max_seq_length = params.cards.max_seq_length
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                             "torch": torch.__version__, "threads": torch.get_num_threads()},
+                             "torch": torch.__version__, "threads": torch.get_num_threads(),
+                             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                             "cpu_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())},
                  "max_seq_length": args.max_seq_length, "sets": {}}
     sets = {"sentences": real_texts(args.texts)}
     corpus = ROOT / "data/processed/ragcontrol/tasks/GenderBias-QA/corpus.parquet"
@@ -152,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
         out["sets"][name] = {"texts": len(texts), "queries": queries,
                              "variants": measure_set(folder, texts, queries, args)}
 
+    if args.train_steps:
+        texts = sets.get("passages") or sets["sentences"]
+        out["train_step"] = train_step(folder, texts[:args.train_batch], args.train_length, args.train_steps,
+                                       args.rounds)
+        print(f"train_step: {out['train_step']}")
+
     path = ROOT / "benchmarks/results/backends.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -159,6 +192,45 @@ def main(argv: list[str] | None = None) -> int:
     os.replace(tmp, path)
     print(f"wrote {path}")
     return 0
+
+
+def train_step(folder, texts: list[str], length: int, steps: int, rounds: int) -> dict:
+    """Seconds per optimisation step, fp32 and under bfloat16 autocast (module doc); each precision from the same
+    fresh weights, with the first step's loss of each (how far autocast moves the loss itself)."""
+    import torch
+
+    from biaslab import models
+
+    out: dict = {"texts": len(texts), "max_seq_length": length, "steps": steps}
+    for name, enabled in (("fp32", False), ("bf16-autocast", True)):
+        model = models.load_sentence_transformer(folder, "cpu")
+        model.max_seq_length = length
+        model.train()
+        batch = dict(model.preprocess(texts))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        first = _step(model, batch, opt, enabled)
+        best = float("inf")
+        for _ in range(rounds):
+            t = time.perf_counter()
+            for _ in range(steps):
+                _step(model, batch, opt, enabled)
+            best = min(best, (time.perf_counter() - t) / steps)
+        out[name] = {"s_per_step": round(best, 3), "first_loss": round(first, 6)}
+    out["speedup"] = round(out["fp32"]["s_per_step"] / out["bf16-autocast"]["s_per_step"], 2)
+    return out
+
+
+def _step(model, batch: dict, opt, autocast: bool) -> float:
+    """One step of an in-batch contrastive loss (each text against the next one's vector as its positive)."""
+    import torch
+
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        emb = torch.nn.functional.normalize(model(dict(batch))["sentence_embedding"].float(), dim=-1)
+        loss = torch.nn.functional.cross_entropy(20 * emb @ emb.roll(1, 0).T, torch.arange(len(emb)))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss.item()
 
 
 def measure_set(folder, texts: list[str], queries: int, args) -> dict:
@@ -183,6 +255,15 @@ def measure_set(folder, texts: list[str], queries: int, args) -> dict:
                                              "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
                                              **agreement(ref, vecs, queries)}
     print(f"torch-int8-dynamic: {out['variants']['torch-int8-dynamic']}")
+
+    for name, wrap in (("torch-bf16-autocast", AutocastEncoder), ("torch-bf16-weights", lambda m: m.to(torch.bfloat16))):
+        m = models.load_sentence_transformer(folder, "cpu")
+        m.max_seq_length = args.max_seq_length
+        vecs, rate = timed_encode(wrap(m), texts, args.batch_size, args.rounds)
+        out["variants"][name] = {"texts_per_s": round(rate, 1),
+                                 "speedup": round(rate / out["variants"]["torch-fp32"]["texts_per_s"], 2),
+                                 **agreement(ref, vecs, queries)}
+        print(f"{name}: {out['variants'][name]}")
 
     for name, kwargs in (("onnx", {"backend": "onnx"}), ("openvino", {"backend": "openvino"})):
         try:
