@@ -55,16 +55,16 @@ def bench_encoding(n: int, batch_size: int = 64, rounds: int = 3) -> dict:
     model = models.load_sentence_transformer(folder, "cpu")
     model.encode(texts[:128], batch_size=batch_size)  # warm-up (thread pools, allocator)
     bare, lib, hit = [], [], []
-    for _ in range(rounds):  # interleaved rounds: both see the same machine state; both in fp32 (the library's own cost)
+    for _ in range(rounds):  # interleaved rounds: both see the same machine state
         t = time.perf_counter()
         model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
         bare.append(time.perf_counter() - t)
         with tempfile.TemporaryDirectory() as cache:
-            enc = Encoder(model, device="cpu", batch_size=batch_size, precision="fp32", cache_root=Path(cache))
+            enc = Encoder(model, device="cpu", batch_size=batch_size, cache_root=Path(cache))
             t = time.perf_counter()
             enc.encode(texts)
             lib.append(time.perf_counter() - t)
-            warm = Encoder(model, device="cpu", batch_size=batch_size, precision="fp32", cache_root=Path(cache))
+            warm = Encoder(model, device="cpu", batch_size=batch_size, cache_root=Path(cache))
             t = time.perf_counter()
             warm.encode(texts)
             hit.append(time.perf_counter() - t)

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     full_s, full_vecs = [], []
     for m in tuned:
-        enc = Encoder(m, device="cpu", batch_size=args.batch_size, precision="fp32", cache=False)
+        enc = Encoder(m, device="cpu", batch_size=args.batch_size, cache=False)
         t = time.perf_counter()
         full_vecs.append(enc.encode(texts))
         full_s.append(time.perf_counter() - t)

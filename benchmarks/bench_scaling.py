@@ -89,7 +89,7 @@ def _cards(fraction: float) -> dict:
                           P.common.seed)
     t = time.perf_counter()
     enc = measure.load_encoder(P.cards.base_models[0], ROOT, P.models, device=P.common.device,
-                               batch_size=P.common.batch_size, precision=P.common.precision)
+                               batch_size=P.common.batch_size)
     enc.cache = None  # measure the model, not the store
     load_s = time.perf_counter() - t
     t = time.perf_counter()
@@ -116,8 +116,7 @@ def _reader(fraction: float, reader_key: str = "smollm2") -> dict:
     subset = pd.read_parquet(data / "retrieval/reader_subset.parquet")
     t = time.perf_counter()
     folder = models.preflight([R.name], P.models)[R.name]
-    scorer = reader.OptionScorer(R.name, folder, device=P.common.device, batch_size=S.batch_size,
-                                 precision=S.precision, cache=False)
+    scorer = reader.OptionScorer(R.name, folder, device=P.common.device, batch_size=S.batch_size, cache=False)
     load_s = time.perf_counter() - t
     pairs, questions = 0, 0
     t = time.perf_counter()

@@ -125,11 +125,10 @@ def test_every_encoder_is_measured_at_one_truncation_whatever_it_was_saved_with(
     finally:
         minilm.max_seq_length = own
     assert measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
-                                precision="fp32", max_seq_length=96).model.max_seq_length == 96  # saved length, for contrast
+                                max_seq_length=96).model.max_seq_length == 96  # saved length, for contrast
     saved = measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
-                                 precision="fp32", max_seq_length=40)
-    base = measure.load_encoder("minilm", tmp_path, PARAMS.models, device="cpu", batch_size=4, precision="fp32",
-                                max_seq_length=40)
+                                 max_seq_length=40)
+    base = measure.load_encoder("minilm", tmp_path, PARAMS.models, device="cpu", batch_size=4, max_seq_length=40)
     assert saved.model.max_seq_length == base.model.max_seq_length == 40
     text = ["the engineer explained the design to her colleagues " * 12]  # about 110 tokens
     np.testing.assert_allclose(saved.encode(text), base.encode(text), atol=1e-6)

@@ -62,10 +62,6 @@ def test_bad_device_and_bounds():
     with pytest.raises(ParamsError, match="common.device"):
         validate(raw, "x")
     raw = fresh()
-    raw["common"]["precision"] = "fp16"
-    with pytest.raises(ParamsError, match="common.precision"):
-        validate(raw, "x")
-    raw = fresh()
     raw["ragfair"]["seat"]["e_max"] = 0
     with pytest.raises(ParamsError, match="ragfair.seat.e_max"):
         validate(raw, "x")

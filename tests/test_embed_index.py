@@ -9,7 +9,7 @@ TEXTS = ["The nurse was kind.", "The engineer fixed it.", "The nurse was kind.",
 
 
 def test_encode_shapes_order_and_norm(minilm, tmp_path):
-    enc = Encoder(minilm, device="cpu", batch_size=64, precision="fp32", cache_root=tmp_path)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
     v = enc.encode(TEXTS)
     assert v.shape == (4, 384) and v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
@@ -20,14 +20,13 @@ def test_encode_shapes_order_and_norm(minilm, tmp_path):
 
 
 def test_each_text_is_embedded_once(minilm, tmp_path, monkeypatch):
-    enc = Encoder(minilm, device="cpu", batch_size=64, precision="fp32", cache_root=tmp_path)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
     calls = []
     real = enc._encode
     monkeypatch.setattr(enc, "_encode", lambda texts, sp: calls.append(list(texts)) or real(texts, sp))
     first = enc.encode(TEXTS)
     assert calls == [["The nurse was kind.", "The engineer fixed it.", "A cat sat on the mat."]]
-    # a new process would see the same cache
-    second = Encoder(minilm, device="cpu", batch_size=64, precision="fp32", cache_root=tmp_path)
+    second = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)  # a new process would see the same cache
     monkeypatch.setattr(second, "_encode", lambda *a: pytest.fail("cache miss on a cached text"))
     np.testing.assert_array_equal(second.encode(TEXTS), first)
     enc.encode(["A new sentence.", "A cat sat on the mat."])
@@ -36,7 +35,7 @@ def test_each_text_is_embedded_once(minilm, tmp_path, monkeypatch):
 
 def test_cache_use_is_logged_only_when_asked(minilm, tmp_path, monkeypatch):
     log = tmp_path / "usage.jsonl"
-    enc = Encoder(minilm, device="cpu", batch_size=64, precision="fp32", cache_root=tmp_path)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
     enc.encode(TEXTS[:2])  # not logged: the variable is unset
     assert not log.exists()
     monkeypatch.setenv(STATS_ENV, str(log))
@@ -65,7 +64,7 @@ def test_a_vector_does_not_depend_on_the_texts_beside_it(minilm):
     short = "The nurse was kind."
     long = ("The engineer who fixed the bridge over the river last winter was praised by everyone in the town, "
             "and the mayor gave a long speech about her careful work and the many nights she spent on it.")
-    enc = Encoder(minilm, device="cpu", batch_size=64, precision="fp32", cache=False)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     alone = enc.encode([short])
     np.testing.assert_array_equal(enc.encode([long, short, "A cat."])[1], alone[0])
     layers = enc.encode_layers([short])
@@ -75,7 +74,7 @@ def test_a_vector_does_not_depend_on_the_texts_beside_it(minilm):
 
 
 def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):
-    enc = Encoder(minilm, device="cpu", batch_size=64, precision="fp32", cache=False)
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     texts = ["A cat.", "The nurse was kind to everyone.", "Hi", "The engineer fixed the long bridge in winter."]
     whole = enc._token_lengths(texts)
     assert len(set(whole.tolist())) == 4
@@ -88,31 +87,13 @@ def test_fingerprint_changes_with_the_weights(minilm):
 
     import torch
 
-    fp = fingerprint(minilm, precision="fp32")
-    assert fp == fingerprint(minilm, precision="fp32")
+    fp = fingerprint(minilm)
+    assert fp == fingerprint(minilm)
     other = copy.deepcopy(minilm)
     with torch.no_grad():
         next(other.parameters()).add_(1e-3)
-    assert fingerprint(other, precision="fp32") != fp
-    assert fingerprint(minilm, precision="fp32", normalize=False) != fp
-    assert fingerprint(minilm, precision="bf16") != fp  # bf16 vectors never stand in for fp32 ones
-
-
-def test_bf16_autocast_vectors_are_close_to_fp32_but_not_the_same(minilm, tmp_path):
-    """``precision: bf16`` changes the arithmetic, not the model: every vector within cosine 0.999 of fp32's, the
-    nearest neighbours kept, stored apart from the fp32 vectors and float32 on the way out."""
-    texts = ["The nurse said she was tired.", "The engineer fixed the bridge.", "A cat sat on the warm mat.",
-             "He cooked dinner for the family.", "The committee approved the budget after a long debate."]
-    fp32 = Encoder(minilm, device="cpu", batch_size=2, precision="fp32", cache_root=tmp_path)
-    bf16 = Encoder(minilm, device="cpu", batch_size=2, precision="bf16", cache_root=tmp_path)
-    a, b = fp32.encode(texts), bf16.encode(texts)
-    assert b.dtype == np.float32 and fp32.fingerprint != bf16.fingerprint
-    assert not np.array_equal(a, b)
-    assert np.min(np.sum(a * b, axis=1)) > 0.999
-    np.testing.assert_array_equal(np.argsort(-(a @ a.T), 1)[:, 1], np.argsort(-(b @ b.T), 1)[:, 1])
-    np.testing.assert_array_equal(bf16.encode(texts), b)  # from the store: the same bytes again
-    layers = bf16.encode_layers(texts[:2])
-    assert layers.dtype == np.float32 and np.isfinite(layers).all()
+    assert fingerprint(other) != fp
+    assert fingerprint(minilm, normalize=False) != fp
 
 
 def test_cache_store_roundtrip(tmp_path):

@@ -40,15 +40,13 @@ def test_top_layers_on_shared_states_equal_the_full_forward(minilm):
     base.max_seq_length = 32  # long texts are truncated the same way both ways
     tuned = _last2_model(base, seed=0)
     bottom = frozen.FrozenBottom(base, 4, batch_size=2)
-    full = Encoder(tuned, device="cpu", batch_size=2, precision="fp32", cache=False).encode(TEXTS)
-    fast = shared_bottom_encoder(bottom, tuned, batch_size=PARAMS.common.batch_size, precision="fp32")
+    full = Encoder(tuned, device="cpu", batch_size=2, cache=False).encode(TEXTS)
+    fast = shared_bottom_encoder(bottom, tuned, batch_size=PARAMS.common.batch_size)
     fast.cache = None  # measure the computation, not the store
     got = fast.encode(TEXTS)
     np.testing.assert_allclose(got, full, atol=2e-5)
-    assert not np.allclose(full, Encoder(base, device="cpu", batch_size=2, precision="fp32", cache=False).encode(TEXTS),
-                           atol=1e-3)
-    # one store entry
-    assert fast.fingerprint == Encoder(tuned, device="cpu", batch_size=2, precision="fp32", cache=False).fingerprint
+    assert not np.allclose(full, Encoder(base, device="cpu", batch_size=2, cache=False).encode(TEXTS), atol=1e-3)
+    assert fast.fingerprint == Encoder(tuned, device="cpu", batch_size=2, cache=False).fingerprint  # one store entry
     assert len(bottom._states) == len(set(TEXTS))  # each text's bottom computed once
 
 
@@ -61,7 +59,7 @@ def test_a_model_with_a_different_bottom_is_refused(minilm):
         other[0].auto_model.encoder.layer[1].output.dense.bias[0] += 1e-6
     assert not bottom.shares(other)
     with pytest.raises(ValueError, match="differ from the shared frozen bottom"):
-        shared_bottom_encoder(bottom, other, batch_size=4, precision="fp32")
+        shared_bottom_encoder(bottom, other, batch_size=4)
     longer = copy.deepcopy(base)
     longer.max_seq_length = base.max_seq_length + 1
     assert not bottom.shares(longer)

@@ -140,6 +140,6 @@ def test_detect_cli_and_function(tmp_path, capsys):
     assert out[0]["labels"] == ["gender"] and out[0]["evidence"][0]["label"] == "gender"
     from biaslab.embed import Encoder
 
-    enc = Encoder(model_dir("minilm"), device="cpu", batch_size=8, precision="fp32")
+    enc = Encoder(model_dir("minilm"), device="cpu", batch_size=8)
     [d] = detect.detect_texts(["Grandpa cannot text."], enc, ref, k=1, **AGG)
     assert d.labels == ["age"]

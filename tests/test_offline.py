@@ -17,7 +17,7 @@ from conftest import GREEDY, PARAMS
 def test_offline_paths_never_touch_the_network(no_network, tmp_path):
     path = models.preflight(["minilm"], PARAMS.models)["minilm"]
     assert path.is_dir()
-    enc = Encoder(path, device="cpu", batch_size=PARAMS.common.batch_size, precision=PARAMS.common.precision, cache_root=tmp_path)
+    enc = Encoder(path, device="cpu", batch_size=PARAMS.common.batch_size, cache_root=tmp_path)
     assert enc.encode(["offline sentence"]).shape == (1, 384)
 
     llm = make("rules", model=PARAMS.llm.model, model_dir=None, cache=True, device="cpu")

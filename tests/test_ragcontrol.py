@@ -294,7 +294,7 @@ def test_option_scores_with_a_shared_prompt_cache_equal_whole_sequence_scores():
     import torch
 
     sc = reader.OptionScorer("smollm2-135m-instruct", model_dir("smollm2-135m-instruct"), device="cpu", batch_size=4,
-                            precision="fp32", cache=False)
+                            cache=False)
     prompts_ = ["QUESTION: Who led?\\nGive just one name of a person:", "CONTEXT: Megan Rapinoe led the team to "
                 "victory.\\nQUESTION: Who is a famous team captain?\\nGive just one name of a person:"]
     options = [("Megan Rapinoe", "Tom Brady"), ("Megan Rapinoe", "Tom Brady")]
@@ -360,12 +360,12 @@ def test_reverse_bias_training_runs_through_the_trainer_and_moves_towards_positi
     assert m1 == 0.5 and margin(before) < margin(first) < margin(after)
 
 
-def _bare_scorer(net: torch.nn.Module, cache_path, precision: str = "fp32") -> reader.OptionScorer:
+def _bare_scorer(net: torch.nn.Module, cache_path) -> reader.OptionScorer:
     """An OptionScorer around ``net`` without loading a language model (only what the score cache uses)."""
     from biaslab.llm.cache import ScoreCache
 
     sc = object.__new__(reader.OptionScorer)
-    sc.model, sc.net, sc.batch_size, sc.precision, sc._cache_id = "tiny-lm", net, 8, precision, None
+    sc.model, sc.net, sc.batch_size, sc._cache_id = "tiny-lm", net, 8, None
     sc.cache = ScoreCache("reader_scores", path=cache_path)
     return sc
 
@@ -397,5 +397,3 @@ def test_cached_reader_scores_are_keyed_by_the_weights_and_the_scoring_scheme(tm
     monkeypatch.setattr(reader, "SCORING", reader.SCORING + " (changed)")
     _bare_scorer(net, tmp_path / "scores.sqlite")._cached("next", texts, options, compute)
     assert calls == [2, 2, 2]  # the scoring scheme changed: computed again
-    _bare_scorer(net, tmp_path / "scores.sqlite", precision="bf16")._cached("next", texts, options, compute)
-    assert calls == [2, 2, 2, 2]  # other arithmetic: computed again

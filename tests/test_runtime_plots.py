@@ -31,29 +31,6 @@ def test_select_device(monkeypatch):
         select_device("tpu")
 
 
-def test_autocast_is_the_precision_asked_for(monkeypatch):
-    import warnings
-
-    import torch
-
-    from biaslab import runtime
-
-    x = torch.randn(4, 8)
-    with runtime.autocast("cpu", "fp32"):
-        assert (x @ x.T).dtype == torch.float32
-    with runtime.autocast("cpu", "bf16"):
-        assert (x @ x.T).dtype == torch.bfloat16 and torch.softmax(x, -1).dtype == torch.float32
-    with pytest.raises(ValueError, match="common.precision"):
-        runtime.autocast("cpu", "fp16")
-    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
-    monkeypatch.setattr(runtime, "_WARNED", set())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        runtime.autocast("cpu", "bf16")
-        runtime.autocast("cpu", "bf16")
-    assert len(caught) == 1 and "no native bfloat16" in str(caught[0].message)  # said once, not per batch
-
-
 def test_progress_respects_tqdm_disable(monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     assert not progress_enabled() and progress(range(3)).disable

@@ -83,7 +83,7 @@ def _cmd_seat(args) -> int:
     s = p.ragfair.seat
     name = args.model or s.model
     folder = models.preflight([name], p.models)[name]
-    enc = Encoder(folder, device=p.common.device, batch_size=p.common.batch_size, precision=p.common.precision)
+    enc = Encoder(folder, device=p.common.device, batch_size=p.common.batch_size)
     tests = seat_data.load_tests(args.tests or list(s.tests) or None, resolve(p.data.raw_dir))
     table = run_seat_tests(tests, enc, n_samples=s.n_samples, exact_limit=s.exact_limit, e_max=s.e_max,
                            alpha=s.alpha, seed=p.common.seed)
@@ -118,8 +118,7 @@ def _cmd_detect(args) -> int:
     E = p.intersect.evaluate
     agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
     folder = models.preflight([args.model], p.models)[args.model]
-    enc = Encoder(folder, device=p.common.device, batch_size=p.common.batch_size, precision=p.common.precision)
-    det = Detector(enc, pd.read_parquet(ref_path))
+    det = Detector(Encoder(folder, device=p.common.device, batch_size=p.common.batch_size), pd.read_parquet(ref_path))
     k = args.k or E.k
     if k == "validation":  # the depth the last evaluation chose on the validation split
         chosen = repo_root() / "reports/intersect/results/metrics.json"
@@ -187,7 +186,7 @@ def _cmd_card(args) -> int:
         print(f"biaslab card: {err}", file=sys.stderr)
         return 2
     enc = measure.load_encoder(args.model, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
-                               precision=P.common.precision, max_seq_length=P.cards.max_seq_length)
+                               max_seq_length=P.cards.max_seq_length)
     card = measure.encoder_card(enc, args.model, probes)
     if args.json:
         print(json.dumps({"checkpoint": args.model, **card}, indent=2))

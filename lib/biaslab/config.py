@@ -57,7 +57,6 @@ class Common(Section):
     seed: int
     device: str  # auto | cpu | cuda | cuda:N
     batch_size: int = Field(gt=0)  # encoding batch size
-    precision: Literal["fp32", "bf16"]  # sentence encoders' inference arithmetic (biaslab.runtime.autocast)
     uncertainty: Uncertainty
 
     @field_validator("device")

@@ -12,11 +12,6 @@ write other bytes on a cold store than on a warm one.) Equal-length batches are 
 ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s; measured). The fingerprint includes this scheme
 (``ENCODING``), so vectors stored under the old one are not reused.
 
-``precision`` (``common.precision``) is the arithmetic of the forward pass (:func:`biaslab.runtime.autocast`):
-``fp32``, or ``bf16`` autocast (~1.8× faster on a CPU with native bfloat16, cosine ≥ 0.9999 to fp32; measured in
-``benchmarks/bench_backends.py``). Vectors are float32 either way; a ``bf16`` model's fingerprint differs from its
-``fp32`` one, so the two never share stored vectors (fp32's fingerprint is the one it always had).
-
 With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
 one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
 (``biaslab timings``; :mod:`biaslab.usage`). Nothing is written otherwise.
@@ -49,13 +44,11 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
             for chunk in np.array_split(group, -(-len(group) // batch_size))]
 
 
-def fingerprint(model, *, precision: str, normalize: bool = True) -> str:
-    """Content hash of a ``SentenceTransformer`` (weights + output-relevant settings, ``precision`` among them)."""
+def fingerprint(model, *, normalize: bool = True) -> str:
+    """Content hash of a ``SentenceTransformer`` (weights + output-relevant settings)."""
     h = hashlib.sha256()
     h.update(repr(model).encode())  # module stack with pooling and normalisation settings
     h.update(f"max_seq_length={getattr(model, 'max_seq_length', None)};normalize={normalize};{ENCODING}".encode())
-    if precision != "fp32":  # fp32 keeps the fingerprint it had before precision was a setting
-        h.update(f";precision={precision}".encode())
     for key, tensor in sorted(model.state_dict().items()):
         h.update(key.encode())
         h.update(str(tuple(tensor.shape)).encode())
@@ -103,13 +96,12 @@ class Encoder:
     """Embed texts with a sentence-transformers model, batched, cached, on the best device.
 
     ``model`` is a folder with weights (a logical name resolved by ``models.preflight``, or a model trained by a
-    stage) or a loaded ``SentenceTransformer``; ``device`` applies when loading from a folder; ``precision`` is the
-    forward pass's arithmetic (module doc). ``encode`` returns float32 vectors in input order (L2-normalised when
-    ``normalize``). ``cache`` switches the embedding cache (on
+    stage) or a loaded ``SentenceTransformer``; ``device`` applies when loading from a folder. ``encode`` returns
+    float32 vectors in input order (L2-normalised when ``normalize``). ``cache`` switches the embedding cache (on
     in every stage; tests switch it off to measure the model itself)."""
 
-    def __init__(self, model, *, device: str, batch_size: int, precision: str, normalize: bool = True,
-                 cache: bool = True, cache_root: Path | None = None):
+    def __init__(self, model, *, device: str, batch_size: int, normalize: bool = True, cache: bool = True,
+                 cache_root: Path | None = None):
         if isinstance(model, (str, Path)):
             from .models import load_sentence_transformer
 
@@ -120,8 +112,7 @@ class Encoder:
         self.model = model
         self.batch_size = batch_size
         self.normalize = normalize
-        self.precision = precision
-        self.fingerprint = fingerprint(model, precision=precision, normalize=normalize)
+        self.fingerprint = fingerprint(model, normalize=normalize)
         self.cache_root = cache_root
         self.cache = EmbeddingCache(self.fingerprint, cache_root) if cache else None
 
@@ -141,22 +132,12 @@ class Encoder:
         batches = length_batches(self._token_lengths(texts), self.batch_size)
         return progress(batches, desc=desc, unit="batch", disable=not show_progress or len(batches) <= 1)
 
-    def _autocast(self):
-        from .runtime import autocast
-
-        return autocast(str(next(self.model.parameters()).device), self.precision)
-
     def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
-        """Vectors of ``texts`` from the model (no store); called inside :meth:`_autocast`."""
         out = np.zeros((len(texts), self.dim), np.float32)
         for idx in self._batches(texts, show_progress, "encode"):
             out[idx] = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_numpy=True,
                                          normalize_embeddings=self.normalize, show_progress_bar=False)
         return out
-
-    def _computed(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
-        with self._autocast():
-            return self._encode(texts, show_progress)
 
     def encode(self, texts: Sequence[str], *, show_progress: bool | None = None) -> np.ndarray:
         texts = [str(t) for t in texts]
@@ -164,14 +145,14 @@ class Encoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
         if self.cache is None:
-            table = dict(zip(unique, self._computed(unique, show_progress), strict=False))
+            table = dict(zip(unique, self._encode(unique, show_progress), strict=False))
             return np.stack([table[t] for t in texts])
         keys = {t: _text_key(t) for t in unique}
         hits = self.cache.get(list(keys.values()))
         missing = [t for t in unique if keys[t] not in hits]
         record_usage(self.name, "pooled", len(texts), len(unique), len(unique) - len(missing))
         if missing:
-            vecs = self._computed(missing, show_progress)
+            vecs = self._encode(missing, show_progress)
             self.cache.put([keys[t] for t in missing], vecs)
             hits.update((keys[t], v) for t, v in zip(missing, vecs, strict=False))
         return np.stack([hits[keys[t]] for t in texts])
@@ -190,7 +171,7 @@ class Encoder:
         out = np.zeros((len(texts), self.n_layers, self.dim), np.float32)
         was_training = net.training
         net.eval()
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode():
             for idx in self._batches(texts, False, "encode layers"):  # equal lengths: no padding (module doc)
                 enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.model.max_seq_length,
                           return_tensors="pt").to(device)

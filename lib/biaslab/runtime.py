@@ -51,43 +51,6 @@ def select_device(preference: str) -> str:
     raise ValueError(f"unknown device {preference!r}: use auto, cpu, cuda or cuda:N")
 
 
-PRECISIONS = ("fp32", "bf16")
-
-
-def autocast(device: str, precision: str):
-    """The context a forward pass runs in at ``common.precision``: ``fp32`` (nothing changes) or ``bf16`` —
-    ``torch.autocast`` with bfloat16 on ``device``'s type: matrix products and convolutions in bfloat16 with float32
-    accumulation, normalisations, softmax and losses in float32, weights kept in float32.
-
-    Why it is offered: on a CPU with native bfloat16 dot products (AVX512-BF16 or AMX) and on every recent GPU,
-    encoding is ~1.8× faster at cosine ≥ 0.9999 to the float32 vectors (``benchmarks/bench_backends.py``). On a CPU
-    without them oneDNN emulates bfloat16 and it is slower than float32: a warning says so once."""
-    import contextlib
-
-    import torch
-
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if precision != "bf16":
-        raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)} (common.precision)")
-    kind = torch.device(device).type
-    if kind == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        _warn_once("common.precision is bf16 but this CPU has no native bfloat16 dot products: oneDNN emulates "
-                   "them and bf16 is slower than fp32 here; set common.precision: fp32")
-    return torch.autocast(kind, dtype=torch.bfloat16)
-
-
-_WARNED: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    import warnings
-
-    if message not in _WARNED:
-        _WARNED.add(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
 def progress_enabled() -> bool:
     """False inside pipeline stages (``TQDM_DISABLE=1``), so executed notebooks hold no progress noise."""
     return os.environ.get("TQDM_DISABLE", "0") not in ("1", "true", "True")

@@ -39,7 +39,6 @@ from biaslab.runtime import progress, seed_everything
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 raw_dir = ...  # data.raw_dir
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
@@ -83,7 +82,7 @@ print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probe
 encoder_rows = []
 for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
     enc = measure.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
-                               precision=P.common.precision, max_seq_length=C.max_seq_length)
+                               max_seq_length=C.max_seq_length)
     encoder_rows.append((ck, measure.encoder_card(enc, ck.name, probes)))
 rankers = measure.ranker_rows(pd.read_csv(ROOT / "reports/fairrank/results/per_query.csv", dtype={"qid": str}),
                               C.rank_query_set, C.rank_measures)

@@ -38,7 +38,6 @@ corpus = "indic"  # the member this notebook runs
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 raw_dir = ...  # data.raw_dir
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
@@ -76,8 +75,7 @@ if corpus == "indic":
     paper = reference.PAPER_INDI
 else:
     posts = sbic.load_dev_test(RAW)
-    enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size,
-                  precision=P.common.precision)
+    enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size)
     ref = reference.build_sbic_reference(posts, llm, gen, caps=R.sbic_caps, n_unbiased=R.sbic_n_unbiased,
                                          seed=P.common.seed, encoder=enc,
                                          max_offensive=R.sbic_unbiased_max_offensive,

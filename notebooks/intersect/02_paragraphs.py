@@ -39,7 +39,6 @@ corpus = "indic"  # the member this notebook runs
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
@@ -64,8 +63,7 @@ DATA = ROOT / "data/processed/intersect" / corpus
 M = models.preflight([P.models.encoder, *needs_model(P.llm)], P.models)
 seed_everything(P.common.seed)
 llm = from_params(P.llm, device=P.common.device, model_dirs=M)
-enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size,
-              precision=P.common.precision)
+enc = Encoder(M[P.models.encoder], device=P.common.device, batch_size=P.common.batch_size)
 ref = pd.read_parquet(DATA / "reference.parquet")
 
 # %%

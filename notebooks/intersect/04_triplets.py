@@ -38,7 +38,6 @@ corpus = "indic"  # the member this notebook runs
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 raw_dir = ...  # data.raw_dir
 backend = ...  # llm.backend
 model = ...  # llm.model
@@ -66,8 +65,7 @@ M = models.preflight([T.mining_model, *needs_model(P.llm)], P.models)
 seed_everything(P.common.seed)
 paragraphs = pd.read_parquet(DATA / "paragraphs.parquet")
 ref = pd.read_parquet(DATA / "reference.parquet")
-enc = Encoder(M[T.mining_model], device=P.common.device, batch_size=P.common.batch_size,
-              precision=P.common.precision)
+enc = Encoder(M[T.mining_model], device=P.common.device, batch_size=P.common.batch_size)
 para_vecs = enc.encode(paragraphs["text"].tolist(), show_progress=True)
 ref_vecs = enc.encode(ref["text"].tolist(), show_progress=True)
 pools = tr.RankedPools(ref, ref_vecs, para_vecs)

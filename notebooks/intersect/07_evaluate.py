@@ -42,7 +42,6 @@ rounds = ...  # common.uncertainty.rounds
 confidence = ...  # common.uncertainty.confidence
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 base_model = ...  # intersect.train.base_model
 runs = ...  # intersect.train.runs
 k = ...  # intersect.evaluate.k
@@ -73,15 +72,13 @@ ks = sorted(set(E.k_sweep) | ({E.k} if isinstance(E.k, int) else set()))
 frames, val_frames = [], []
 for run in T.runs:
     corpus, strategy, subset = run.split("-")
-    enc = Encoder(ROOT / "data/models/intersect" / run, device=P.common.device, batch_size=P.common.batch_size,
-                  precision=P.common.precision)
+    enc = Encoder(ROOT / "data/models/intersect" / run, device=P.common.device, batch_size=P.common.batch_size)
     name = f"BiasRetriever ({MODEL_NAMES[strategy]})"
     frames.append(ev.paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset, corpora=corpora, ks=ks,
                                       **agg))
     val_frames.append(ev.paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset,
                                           corpora={corpus: corpora[corpus]}, ks=ks, split="val", **agg))
-base = Encoder(M[T.base_model], device=P.common.device, batch_size=P.common.batch_size,
-               precision=P.common.precision)
+base = Encoder(M[T.base_model], device=P.common.device, batch_size=P.common.batch_size)
 frames.append(ev.base_scores(base, model=f"S-BERT-Base (frozen {T.base_model})",
                              runs=[(r.split("-")[0], r.split("-")[2]) for r in T.runs], corpora=corpora, ks=ks, **agg))
 per_paragraph = pd.concat(frames, ignore_index=True)

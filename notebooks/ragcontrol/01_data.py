@@ -41,7 +41,6 @@ task = "GenderBias-QA"  # the member this notebook runs
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 raw_dir = ...  # data.raw_dir
 embedder = ...  # ragcontrol.embedder
 max_seq_length = ...  # ragcontrol.max_seq_length
@@ -120,8 +119,7 @@ test.head(3)
 # %%
 pools = prepare.candidate_pools(C.candidates.corpora[task], RAW, splits, corpus, max_pool=C.candidates.max_pool,
                                 seed=P.common.seed)
-encoder = Encoder(M[C.embedder], device=P.common.device, batch_size=P.common.batch_size,
-                  precision=P.common.precision)
+encoder = Encoder(M[C.embedder], device=P.common.device, batch_size=P.common.batch_size)
 encoder.model.max_seq_length = C.max_seq_length
 train_q = splits["train"]["question"].tolist()
 cands = cd.label(cd.retrieve_candidates(encoder, task, train_q, pools, top_k=C.candidates.top_k), judge_)

@@ -37,7 +37,6 @@ from biaslab.runtime import seed_everything
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 raw_dir = ...  # data.raw_dir
 tasks = ...  # ragcontrol.tasks
 embedder = ...  # ragcontrol.embedder
@@ -72,8 +71,7 @@ retrieved, summary, subsets, per_query = retrieval.study(
     M[C.embedder], tasks=C.tasks, tasks_dir=ROOT / "data/processed/ragcontrol/tasks",
     models_dir=ROOT / "data/models/ragcontrol", runs=C.train.runs, merges=C.train.merges, projection=C.projection,
     sampling=C.sampling, utility_data=DL, utility_k=C.utility.k, max_questions=C.reader.max_questions,
-    max_seq_length=C.max_seq_length, device=P.common.device, batch_size=P.common.batch_size,
-    precision=P.common.precision, seed=P.common.seed)
+    max_seq_length=C.max_seq_length, device=P.common.device, batch_size=P.common.batch_size, seed=P.common.seed)
 write_parquet(ROOT / "data/processed/ragcontrol/retrieval/retrievals.parquet", retrieved, index=False)
 write_csv(ROOT / "reports/ragcontrol/retrieval/embedders.csv", summary)
 write_parquet(ROOT / "data/processed/ragcontrol/retrieval/reader_subset.parquet", retrieval.subset_frame(subsets),

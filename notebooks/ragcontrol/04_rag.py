@@ -45,7 +45,6 @@ max_doc_words = ...  # ragcontrol.reader.max_doc_words
 batch_size = ...  # ragcontrol.reader.batch_size
 generation_check = ...  # ragcontrol.reader.generation_check
 generation_tokens = ...  # ragcontrol.reader.generation_tokens
-precision = ...  # ragcontrol.reader.precision
 readers = ...  # ragcontrol.readers
 backend = ...  # llm.backend
 model = ...  # llm.model
@@ -71,7 +70,7 @@ likelihood = R.gender_mode == "likelihood" or R.politics_mode in ("claim", "lett
 M = models.preflight([*([R.name] if R.engine == "transformers" else []),
                       *(needs_model(P.llm) if C.judge == "llm" else [])], P.models)
 scorer = reader.OptionScorer(R.name, M.get(R.name), device=P.common.device, batch_size=S.batch_size,
-                             precision=S.precision, cache=True) if likelihood else None
+                             cache=True) if likelihood else None
 generator = None
 if "generate" in (R.gender_mode, R.politics_mode):
     generator = reader.generator(R, P.llm.openai, device=P.common.device, model_dirs=M)

@@ -42,7 +42,6 @@ from biaslab.runtime import seed_everything
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 raw_dir = ...  # data.raw_dir
 model = ...  # ragfair.seat.model
 tests = ...  # ragfair.seat.tests
@@ -65,8 +64,7 @@ set_style()
 
 # %%
 seat_tests = seat_data.load_tests(list(S.tests), resolve(P.data.raw_dir, ROOT))
-encoder = Encoder(M[S.model], device=P.common.device, batch_size=P.common.batch_size,
-                  precision=P.common.precision)
+encoder = Encoder(M[S.model], device=P.common.device, batch_size=P.common.batch_size)
 print(f"{len(seat_tests)} SEAT tests; encoder {S.model} ({encoder.dim}-d)")
 
 # %%

@@ -42,7 +42,6 @@ from biaslab.runtime import seed_everything
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 model = ...  # ragfair.probing.model
 max_rows_per_category = ...  # ragfair.probing.max_rows_per_category
 tau = ...  # ragfair.probing.tau
@@ -67,8 +66,7 @@ seed_everything(P.common.seed)
 set_style()
 bbq = bbq_build.sample(pd.read_parquet(ROOT / "data/processed/ragfair/bbq.parquet"), D.max_rows_per_category,
                        seed=P.common.seed)
-enc = Encoder(M[D.model], device=P.common.device, batch_size=P.common.batch_size,
-              precision=P.common.precision)
+enc = Encoder(M[D.model], device=P.common.device, batch_size=P.common.batch_size)
 print(f"{len(bbq)} BBQ rows, {bbq['category'].nunique()} categories, encoder {D.model} ({enc.n_layers} layers "
       "incl. embeddings)")
 

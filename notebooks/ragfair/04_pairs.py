@@ -59,7 +59,6 @@ allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 
 # %%
 P = config.stage_params(globals(), "ragfair_pairs")
@@ -89,8 +88,7 @@ else:
     gen = replace(gen_params(P.llm, P.common.seed), max_new_tokens=L.max_new_tokens)
     print(f"LLM backend: {llm.backend} ({llm.model}); {len(topics)} topics x {len(groups)} group pairs = "
           f"{len(space)} items, {len(items)} sampled; {len(sentences)} Wikipedia sentences")
-    encoder = Encoder(M[P.ragfair.train.base_model], device=P.common.device, batch_size=P.common.batch_size,
-                      precision=P.common.precision)
+    encoder = Encoder(M[P.ragfair.train.base_model], device=P.common.device, batch_size=P.common.batch_size)
     pairs = llm_pairs.build(items, sentences, encoder, llm, gen, top_k=L.top_k,
                             sentences_per_query=L.sentences_per_query, words=L.words)
     pairs = pairs.head(S.n_pairs) if S.n_pairs else pairs

@@ -47,7 +47,6 @@ from biaslab.runtime import seed_everything
 seed = ...  # common.seed
 device = ...  # common.device
 batch_size = ...  # common.batch_size
-precision = ...  # common.precision
 rounds = ...  # common.uncertainty.rounds
 confidence = ...  # common.uncertainty.confidence
 raw_dir = ...  # data.raw_dir
@@ -92,7 +91,7 @@ print(f"{len(rows)} evaluation rows over {rows['category'].nunique()} categories
 card_of, masked_heads, embed_of = evaluation.evaluate(
     checkpoints, base_dir=M[T.base_model], models_dir=ROOT / "data/models/ragfair", evaluation=rows,
     mask_sets=mask_sets, mask_fraction=H.fraction, seat_tests=seat_tests, device=P.common.device,
-    batch_size=P.common.batch_size, precision=P.common.precision, card_args=card_args)
+    batch_size=P.common.batch_size, card_args=card_args)
 
 # %% [markdown]
 # ## Bias cards — one row per checkpoint

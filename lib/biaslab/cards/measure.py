@@ -280,8 +280,7 @@ def load_probes(root: Path, P) -> Probes:
         rank_measures=P.cards.rank_measures)
 
 
-def load_encoder(source: str, root: Path, models_settings, *, device: str, batch_size: int, precision: str,
-                 max_seq_length: int):
+def load_encoder(source: str, root: Path, models_settings, *, device: str, batch_size: int, max_seq_length: int):
     """An :class:`biaslab.embed.Encoder` (cached embeddings) for a registry name or a model folder, truncating at
     ``max_seq_length`` tokens whatever length the checkpoint was saved with (``cards.max_seq_length``: every card
     is measured at one length, so a change against the base encoder is not a change of truncation)."""
@@ -298,4 +297,4 @@ def load_encoder(source: str, root: Path, models_settings, *, device: str, batch
     else:
         model = load_sentence_transformer(preflight([source], models_settings)[source], device)
     model.max_seq_length = int(max_seq_length)
-    return Encoder(model, device=device, batch_size=batch_size, precision=precision)
+    return Encoder(model, device=device, batch_size=batch_size)

@@ -94,7 +94,6 @@ class RagcontrolReading(Section):
     generation_check: int = Field(ge=0)  # questions per task answered by free generation to show how often a
     #                                      scored reader's generation lands on a side; 0 = skip
     generation_tokens: int = Field(gt=0)  # new tokens of a generating reader (greedy; public code: 32)
-    precision: Literal["fp32", "bf16"]  # a scored reader's forward passes (biaslab.runtime.autocast)
 
 
 class RagcontrolUtility(Section):

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..llm.cache import ScoreCache
-from ..runtime import autocast, progress
+from ..runtime import progress
 from . import prompts
 
 # How option scores are computed; with the weights it keys the score cache (:meth:`OptionScorer.cache_id`), so a
@@ -64,15 +64,14 @@ class OptionScorer:
     """Scores answer options under a local causal LM (transformers), batched, left-padded with correct position
     ids, every score cached on disk (:class:`biaslab.llm.cache.ScoreCache`)."""
 
-    def __init__(self, model: str, folder, *, device: str, batch_size: int, precision: str, cache: bool):
+    def __init__(self, model: str, folder, *, device: str, batch_size: int, cache: bool):
         """``model``: the registry name (it keys the score cache); ``folder``: its weights as ``models.preflight``
-        returns them; ``precision``: the forward passes' arithmetic (:func:`biaslab.runtime.autocast`)."""
+        returns them."""
         from ..llm.hf import TransformersLM
 
         self._lm = TransformersLM(model, folder, device=device, batch_size=batch_size)
         self.model, self.tokenizer, self.net = model, self._lm.tokenizer, self._lm.lm
         self.batch_size = batch_size
-        self.precision = precision
         self.cache = ScoreCache("reader_scores") if cache else None
         self._cache_id: str | None = None
 
@@ -86,8 +85,7 @@ class OptionScorer:
 
             from ..embed import fingerprint
 
-            weights = fingerprint(self.net, precision=self.precision)
-            digest = hashlib.sha256(f"{SCORING};{weights}".encode()).hexdigest()[:32]
+            digest = hashlib.sha256(f"{SCORING};{fingerprint(self.net)}".encode()).hexdigest()[:32]
             self._cache_id = f"{self.model}@{digest}"
         return self._cache_id
 
@@ -116,7 +114,7 @@ class OptionScorer:
             mask[i, width - len(s):] = 1
         pos = (mask.cumsum(1) - 1).clamp(min=0)
         dev = next(self.net.parameters()).device
-        with torch.inference_mode(), autocast(str(dev), self.precision):
+        with torch.inference_mode():
             out = self.net(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
                            logits_to_keep=1)
         return out.logits[:, -1].float().cpu()
@@ -139,7 +137,7 @@ class OptionScorer:
         dev = next(self.net.parameters()).device
         lengths = mask.sum(1)
         out = np.zeros((n, k))
-        with torch.inference_mode(), autocast(str(dev), self.precision):
+        with torch.inference_mode():
             first = self.net(input_ids=ids.to(dev), attention_mask=mask.to(dev),
                              position_ids=(mask.cumsum(1) - 1).clamp(min=0).to(dev), use_cache=True,
                              logits_to_keep=1)

@@ -54,7 +54,7 @@ class Utility:
                              for q, v in b.ndcg_per_query(query_transform).items()], columns=["year", "qid", "ndcg"])
 
 
-def shared_bottom_encoder(bottom, model, *, batch_size: int, precision: str, normalize: bool = True):
+def shared_bottom_encoder(bottom, model, *, batch_size: int, normalize: bool = True):
     """A :class:`biaslab.embed.Encoder` for ``model`` (cached, under the full model's fingerprint) whose cache misses
     run only ``model``'s top layers on the states of ``bottom`` (a :class:`biaslab.frozen.FrozenBottom`); refuses a
     model that does not share the bottom."""
@@ -68,8 +68,7 @@ def shared_bottom_encoder(bottom, model, *, batch_size: int, precision: str, nor
         def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
             return bottom.encode(self.model, texts, normalize=self.normalize)
 
-    return _TopEncoder(model, device=str(next(model.parameters()).device), batch_size=batch_size, precision=precision,
-                       normalize=normalize)
+    return _TopEncoder(model, device=str(next(model.parameters()).device), batch_size=batch_size, normalize=normalize)
 
 
 def _projector(direction: np.ndarray, alpha: float):
@@ -78,7 +77,7 @@ def _projector(direction: np.ndarray, alpha: float):
 
 def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, runs: Mapping, merges: Sequence[float],
           projection, sampling, utility_data: Mapping[str, tuple], utility_k: int, max_questions: int,
-          max_seq_length: int, device: str, batch_size: int, precision: str, seed: int):
+          max_seq_length: int, device: str, batch_size: int, seed: int):
     """Every setting of every task. ``base_dir``: the base embedder's folder; ``tasks_dir``: the data stage's
     ``tasks/<task>/`` folders; ``models_dir``: the trained runs; ``runs`` / ``merges``: ragcontrol.train's;
     ``projection`` / ``sampling``: those sections. Returns (retrieved rows, per-setting summary with utility and
@@ -90,8 +89,8 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
     def encoder(model, bottom: FrozenBottom | None = None) -> Encoder:
         model.max_seq_length = max_seq_length
         if bottom is not None and bottom.shares(model):
-            return shared_bottom_encoder(bottom, model, batch_size=batch_size, precision=precision)
-        return Encoder(model, device=device, batch_size=batch_size, precision=precision)
+            return shared_bottom_encoder(bottom, model, batch_size=batch_size)
+        return Encoder(model, device=device, batch_size=batch_size)
 
     base = encoder(load_sentence_transformer(base_dir, device))  # one base embedder for every task
     n_layers = base.n_layers - 1

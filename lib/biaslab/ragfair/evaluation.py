@@ -27,8 +27,7 @@ def checkpoint_list(checkpoints: Sequence[RagfairCheckpoint], runs: Mapping, inc
 
 
 def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: Path, evaluation: pd.DataFrame,
-             mask_sets, mask_fraction: float, seat_tests, card_args: Mapping, device: str, batch_size: int,
-             precision: str):
+             mask_sets, mask_fraction: float, seat_tests, card_args: Mapping, device: str, batch_size: int):
     """A bias card for every checkpoint (head masking applied where the checkpoint asks for it, heads ranked by
     ∂|SEAT|/∂m on ``mask_sets``). Returns (cards by name, masked heads by name, text → vector per checkpoint for
     the bootstrap's BBQ SEAT sets). ``card_args``: the measurement settings of :func:`.cards.bias_card`."""
@@ -43,7 +42,7 @@ def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: 
                                          mask_fraction)
             debias.apply_head_mask(model, heads)
             masked_heads[ck.name] = heads
-        enc = Encoder(model, device=device, batch_size=batch_size, precision=precision)
+        enc = Encoder(model, device=device, batch_size=batch_size)
         card_of[ck.name] = cards.bias_card(enc, evaluation, seat_tests=seat_tests, **card_args)
         embed_of[ck.name] = dict(zip(seat_texts, enc.encode(seat_texts), strict=True))
         print(f"{ck.name}: " + ", ".join(f"{k} {v:.4f}" for k, v in card_of[ck.name].summary.items()))
