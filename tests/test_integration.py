@@ -361,30 +361,32 @@ def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_
 def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipeline):
     """A notebook run by hand (papermill -p, or `biaslab run --set`) with the values params.yaml holds writes the
     same tables as `dvc repro`; an override changes them, and the stage is then stale for DVC. The stage draws a
-    seeded sample (BBQ training pairs; n_pairs = 16 in the tiny parameters) and loads no model, so its four runs
+    seeded sample (BBQ training pairs; n_pairs as the tiny parameters set it) and loads no model, so its four runs
     here cost seconds (ragfair_seat, used before, took ≈ 10 s a run; its seeded permutation test is rerun
     byte-identically by the forced-rerun test)."""
     root, dvc, _, _ = pipeline
     table = root / "data/processed/ragfair/pairs.parquet"
     before, n_before = table.read_bytes(), len(pd.read_parquet(table))
+    n_pairs = yaml.safe_load((root / "params.yaml").read_text())["ragfair"]["pairs"]["n_pairs"]  # the tiny value
+    half = n_pairs // 2
     env = tool_env(root, set_root=True, PYTHONHASHSEED="42")
     nb = subprocess.run([str(Path(sys.executable).parent / "jupytext"), "--to", "ipynb", "--output", "-",
                          "notebooks/ragfair/04_pairs.py"], cwd=root, env=env, capture_output=True, check=True)
     run = subprocess.run([str(Path(sys.executable).parent / "papermill"), "-", str(root.parent / "pm.ipynb"), "-k",
-                          "python3", "-l", "python", "-p", "n_pairs", "16"], input=nb.stdout, cwd=root, env=env,
+                          "python3", "-l", "python", "-p", "n_pairs", str(n_pairs)], input=nb.stdout, cwd=root, env=env,
                          capture_output=True, timeout=600)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert table.read_bytes() == before  # the same value as params.yaml: the same table
-    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_pairs", "--set", "n_pairs=16",
+    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_pairs", "--set", f"n_pairs={n_pairs}",
                            "--out", str(root.parent / "run.ipynb")], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert table.read_bytes() == before
-    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_pairs", "--set", "n_pairs=8",
+    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_pairs", "--set", f"n_pairs={half}",
                            "--out", str(root.parent / "run.ipynb")], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert len(pd.read_parquet(table)) < n_before  # the override reached the sample (stratified: about 8 of 16)
+    assert len(pd.read_parquet(table)) < n_before  # the override reached the sample (stratified: about half)
     assert "ragfair_pairs" in dvc("status").stdout
     dvc("repro", "ragfair_pairs")
     assert table.read_bytes() == before

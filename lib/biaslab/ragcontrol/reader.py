@@ -98,6 +98,19 @@ class OptionScorer:
         return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                                   tokenize=False)
 
+    def _left_pad(self, sequences: list[list[int]]):
+        """Token ids padded on the left to the longest sequence, the attention mask, and position ids that start at
+        0 on each sequence's first real token (padding positions clamp to 0)."""
+        import torch
+
+        width = max(map(len, sequences))
+        ids = torch.full((len(sequences), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for i, s in enumerate(sequences):
+            ids[i, width - len(s):] = torch.tensor(s)
+            mask[i, width - len(s):] = 1
+        return ids, mask, (mask.cumsum(1) - 1).clamp(min=0)
+
     def _forward(self, sequences: list[list[int]]):
         """Next-token logits after each of the left-padded ``sequences`` ([batch, vocab]). Only the last position
         goes through the output projection (``logits_to_keep=1``): with SmolLM2's 49k-token vocabulary, projecting
@@ -105,14 +118,7 @@ class OptionScorer:
         logits nobody reads."""
         import torch
 
-        width = max(map(len, sequences))
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for i, s in enumerate(sequences):
-            ids[i, width - len(s):] = torch.tensor(s)
-            mask[i, width - len(s):] = 1
-        pos = (mask.cumsum(1) - 1).clamp(min=0)
+        ids, mask, pos = self._left_pad(sequences)
         dev = next(self.net.parameters()).device
         with torch.inference_mode():
             out = self.net(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
@@ -127,20 +133,14 @@ class OptionScorer:
         import torch
 
         n, k = len(prompt_ids), len(option_ids[0])
-        width = max(map(len, prompt_ids))
         pad = self.tokenizer.pad_token_id
-        ids = torch.full((n, width), pad, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, s in enumerate(prompt_ids):
-            ids[i, width - len(s):] = torch.tensor(s)
-            mask[i, width - len(s):] = 1
+        ids, mask, prompt_pos = self._left_pad(prompt_ids)
         dev = next(self.net.parameters()).device
         lengths = mask.sum(1)
         out = np.zeros((n, k))
         with torch.inference_mode():
-            first = self.net(input_ids=ids.to(dev), attention_mask=mask.to(dev),
-                             position_ids=(mask.cumsum(1) - 1).clamp(min=0).to(dev), use_cache=True,
-                             logits_to_keep=1)
+            first = self.net(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=prompt_pos.to(dev),
+                             use_cache=True, logits_to_keep=1)
             cache = first.past_key_values
             last = torch.log_softmax(first.logits[:, -1].float(), dim=-1).cpu()
             for j in range(k):
