@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from biaslab import losses
-from biaslab.ragfair import bbq_build, bbq_seat, extrinsic, pairs, probing
+from biaslab.ragfair import bbq_build, bbq_seat, evaluation, extrinsic, pairs, probing
 
 from conftest import PARAMS, model_dir
 
@@ -150,6 +150,106 @@ def test_correlation_z_scores_norms_and_bootstraps():
     assert extrinsic.correlate(intr, flipped, value_int="es", value_ext="spd", zscore=False)["pearson_r"] < -0.5
     with pytest.raises(ValueError, match="at least 3 checkpoints"):
         extrinsic.correlate(intr[intr.checkpoint.isin(ck[:2])], extr, value_int="es", value_ext="spd")
+
+
+def _seat_ready_frame() -> pd.DataFrame:
+    """bbq_frame() with a second group pair in Age, so Age has BBQ SEAT sets (Religion keeps too few strings)."""
+    df = bbq_frame()
+    age = df[df.category == "Age"]
+    more = age.copy()
+    for col in ("ans0", "ans1", "context"):
+        more[col] = more[col].str.replace("old man", "old woman").str.replace("young man", "young woman")
+    more["question"] = more["question"] + " again"
+    return pd.concat([df, more], ignore_index=True)
+
+
+def _vectors(df: pd.DataFrame, question_vector, dim: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
+    """A unit vector per SEAT text, question and context: random for texts, ``question_vector(row, ctx_vec)``
+    for questions."""
+    rng = np.random.default_rng(seed)
+    unit = lambda v: (v / np.linalg.norm(v)).astype(np.float32)  # noqa: E731
+    table = {}
+    texts = [t for s in bbq_seat.seat_sets(df[df.category == "Age"]) for t in s.texts()] + list(df["context"])
+    for t in dict.fromkeys(texts):
+        table[t] = unit(rng.normal(size=dim))
+    for _, row in df.iterrows():
+        table.setdefault(row["question"], unit(question_vector(row, table)))
+    return table
+
+
+def _card(table, df):
+    from biaslab.ragfair import cards
+
+    enc = Lookup(lambda t: table[t])
+    dec = extrinsic.category_decisions(enc, df)
+    ext = extrinsic.extrinsic_bias(enc, df, dec)
+    return cards.Card({m: float(ext[m].mean()) for m in ("spd", "eod", "acc_at_1")}, pd.DataFrame(), dec)
+
+
+def test_perturbation_sigma_gives_the_asked_cosine():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(4000, 384))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    for cos in (0.99998, 0.999, 0.9):
+        w = v + evaluation.perturbation_sigma(cos, 384) * rng.normal(size=v.shape)
+        got = np.mean((v * w).sum(1) / np.linalg.norm(w, axis=1))
+        assert got == pytest.approx(cos, abs=(1 - cos) * 0.05)
+    with pytest.raises(ValueError, match="cosine"):
+        evaluation.perturbation_sigma(1.0, 384)
+
+
+def test_perturbation_keeps_clear_decisions_and_flips_near_ties():
+    df = _seat_ready_frame()
+    contexts = {cat: list(dict.fromkeys(g["context"])) for cat, g in df.groupby("category")}
+    # clear: each question points straight at the first context of its category (cosine 1 against ≈ 0)
+    clear = _vectors(df, lambda row, t: t[contexts[row["category"]][0]])
+    # tied: each question sits exactly between two contexts with different answers for it
+    tied = _vectors(df, lambda row, t: t[contexts[row["category"]][0]] + t[contexts[row["category"]][-1]])
+    card_of = {"clear": _card(clear, df), "tied": _card(tied, df)}
+    frames, stab = evaluation.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
+                                                 cosine=0.99998, seed=0)
+    assert len(frames) == 8
+    by = stab.set_index("checkpoint")
+    assert by.at["clear", "decisions_changed"] == 0
+    assert by.at["clear", "spd_min"] == by.at["clear", "spd_max"] == pytest.approx(by.at["clear", "spd"])
+    assert by.at["tied", "decisions_changed"] > 0.1  # a tie breaks either way under noise of 1e-5 cosine
+    assert by.at["tied", "spd_max"] > by.at["tied", "spd_min"]
+    intr, extr = frames[0]
+    assert set(intr["category"]) == {"Age"}  # Religion has too few strings for SEAT sets: no intrinsic value
+    clear_ext = extr[extr.checkpoint == "clear"].set_index("category")
+    for cat, (gold, pred, _) in card_of["clear"].decisions.items():
+        assert clear_ext.at[cat, "spd"] == pytest.approx(extrinsic.parity_metrics(gold, pred)["spd"])
+    # the same seed gives the same re-measurements; no rounds gives none
+    again, stab2 = evaluation.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
+                                                 cosine=0.99998, seed=0)
+    pd.testing.assert_frame_equal(stab, stab2)
+    pd.testing.assert_frame_equal(frames[-1][1], again[-1][1])
+    none, stab0 = evaluation.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=0,
+                                                cosine=0.99998, seed=0)
+    assert none == [] and stab0["decisions_changed"].isna().all()
+    assert (stab0["spd_min"] == stab0["spd"]).all()
+
+
+def test_the_correlation_claim_reads_the_hull_of_the_row_and_perturbation_intervals():
+    from biaslab.ragfair import findings
+
+    def corr(pert):
+        c = {"pearson_r": 0.78, "pearson_ci": [0.47, 0.89], "checkpoints": 11, "rounds": 10}
+        if pert is not None:
+            c["perturbation"] = {"pearson_ci": pert, "spearman_ci": pert, "rounds": 20, "cosine": 0.99998}
+        return {"spd": c, "eod": c}
+
+    def verdict(pert):
+        out = findings.claims({}, corr(pert), None, acc_drop_bound=2.0, rounds=100, confidence=0.95, seed=0)
+        c = next(c for c in out if c.claim.startswith("‖SEAT‖ correlates positively with ‖SPD‖"))
+        return c.verdict, c.ci_low, c.ci_high, c.rule
+
+    assert verdict(None)[0] == "reproduced"
+    assert verdict([0.30, 0.95])[:3] == ("reproduced", 0.30, 0.95)
+    v, lo, hi, rule = verdict([-0.4, 0.9])
+    assert (v, lo, hi) == ("inconclusive", -0.4, 0.9)
+    assert "20 re-measurements at vector cosine 0.99998" in rule
+    assert verdict([float("nan"), float("nan")])[0] == "inconclusive"
 
 
 def test_bbq_seat_sets_take_groups_and_questions_from_rows():

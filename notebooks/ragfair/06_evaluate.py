@@ -61,6 +61,8 @@ seat_categories = ...  # ragfair.head_mask.seat_categories
 max_rows_per_category = ...  # ragfair.evaluate.max_rows_per_category
 seat_n_samples = ...  # ragfair.evaluate.seat_n_samples
 bootstrap_rounds = ...  # ragfair.evaluate.bootstrap_rounds
+perturbation_rounds = ...  # ragfair.evaluate.perturbation_rounds
+perturbation_cosine = ...  # ragfair.evaluate.perturbation_cosine
 checkpoints = ...  # ragfair.evaluate.checkpoints
 include_all_runs = ...  # ragfair.evaluate.include_all_runs
 acc_drop_bound = ...  # ragfair.evaluate.acc_drop_bound
@@ -125,8 +127,23 @@ plt.show()
 # %% [markdown]
 # ## Intrinsic vs extrinsic bias across checkpoints (§3.3.1)
 
+# %% [markdown]
+# Beyond the paper: the same measurements with every vector moved to cosine `perturbation_cosine` with itself
+# (`evaluation.perturbation_check`). A row bootstrap keeps each retrieval decision fixed; this asks whether the
+# decisions — and the correlation built on them — survive a change as small as bf16 arithmetic makes.
+
 # %%
-corr = evaluation.correlations(card_of, rows, embed_of, per_category, rounds=E.bootstrap_rounds, seed=P.common.seed)
+perturbed, stability = evaluation.perturbation_check(card_of, rows, embed_of, rounds=E.perturbation_rounds,
+                                                     cosine=E.perturbation_cosine, seed=P.common.seed)
+write_csv(OUT / "perturbation.csv", stability)
+fig = evaluation.perturbation_figure(stability, E.perturbation_rounds, E.perturbation_cosine)
+save_figure(fig, OUT / "perturbation.png")
+plt.show()
+stability.round(4)
+
+# %%
+corr = evaluation.correlations(card_of, rows, embed_of, per_category, rounds=E.bootstrap_rounds, seed=P.common.seed,
+                               perturbed=perturbed, perturbation_cosine=E.perturbation_cosine)
 write_json(OUT / "correlation.json", corr)
 print(json.dumps(corr, indent=1))
 

@@ -128,6 +128,8 @@ class RagfairEvaluate(Section):
     max_rows_per_category: int = Field(ge=0)  # evaluation templates only; 0 = all
     seat_n_samples: int = Field(gt=1)
     bootstrap_rounds: int = Field(ge=0)
+    perturbation_rounds: int = Field(ge=0)  # arithmetic-robustness check of the correlation; 0 = paper protocol only
+    perturbation_cosine: float = Field(gt=0, lt=1)  # cosine of each perturbed vector to its original
     checkpoints: list[RagfairCheckpoint]
     include_all_runs: bool  # also evaluate every run of ragfair.train.runs unmasked (the App. 6.1 grid)
     acc_drop_bound: float = Field(gt=0)  # claim check: Acc@1 change (points) the paper calls a small cost (§4.3)

@@ -104,7 +104,8 @@ def claims(card_of: Mapping, corr: Mapping, trend: pd.DataFrame | None, *, acc_d
       α = 0 (:data:`CONTROLS`: the fairness term matters);
     * §4.3: the accuracy cost is small — the full framework's Acc@1 change within ±``acc_drop_bound`` points;
     * §4.2: intrinsic and extrinsic bias correlate positively across checkpoints (Pearson r, z-scored protocol:
-      the bootstrap interval above 0);
+      the bootstrap interval above 0 — and, when ``corr`` carries the perturbation check, the range of r over the
+      perturbed re-measurements too: the verdict reads the hull of both);
     * §4.1: bias grows with layer depth (mean Spearman ρ of bias vs depth over categories > 0)."""
     out: list[cl.Claim] = []
     kw = {"rounds": rounds, "confidence": confidence, "seed": seed}
@@ -130,8 +131,12 @@ def claims(card_of: Mapping, corr: Mapping, trend: pd.DataFrame | None, *, acc_d
     for key, label in (("spd", "SPD"), ("eod", "EOD")):
         c = corr.get(key, {})
         if "pearson_ci" in c:
-            est = stats.Estimate(c["pearson_r"], c["pearson_ci"][0], c["pearson_ci"][1], int(c.get("checkpoints", 0)),
-                                 f"bootstrap over rows, {c.get('rounds')} rounds")
+            (lo, hi), method = c["pearson_ci"], f"bootstrap over rows, {c.get('rounds')} rounds"
+            if "perturbation" in c:  # the hull with the perturbed re-measurements' range (NaN stays NaN: inconclusive)
+                p = c["perturbation"]
+                lo, hi = float(np.min([lo, p["pearson_ci"][0]])), float(np.max([hi, p["pearson_ci"][1]]))
+                method += f", with {p['rounds']} re-measurements at vector cosine {p['cosine']:g}"
+            est = stats.Estimate(c["pearson_r"], lo, hi, int(c.get("checkpoints", 0)), method)
             lo, hi = paper.CORRELATION_CI["pearson"]
             out.append(cl.direction(f"‖SEAT‖ correlates positively with ‖{label}‖ across checkpoints (Pearson r)",
                                     "§4.2", f"r in [{lo}, {hi}]", est, expected="greater"))
