@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from biaslab.cards import measure
+from biaslab.ragfair import perturb
 
 
 def _cards() -> pd.DataFrame:
@@ -50,6 +53,49 @@ def test_moved_lists_only_reductions_largest_first_and_the_heatmap_scales_each_c
     grid = measure.heatmap_frame(ch)
     assert np.nanmax(grid.abs().to_numpy()) == pytest.approx(1.0)
     assert grid.loc["intersect/x", "spd"] == pytest.approx(1.0) and grid.loc["ragfair/lora", "spd"] == pytest.approx(-0.5)
+
+
+def test_a_change_inside_both_noise_bands_is_not_a_movement():
+    cards = _cards()
+    bands = {"base/minilm": (-0.13, -0.07), "ragfair/lora": (0.02, 0.06), "intersect/x": (-0.25, -0.15)}
+    for name, (lo, hi) in bands.items():
+        cards.loc[cards.checkpoint == name, ["spd_min", "spd_max"]] = [lo, hi]
+    ch = measure.bias_change(cards, "minilm").set_index(["checkpoint", "measure"])
+    assert ch.at[("ragfair/lora", "spd"), "beyond_noise"] is True  # |SPD| bands [0.02, 0.06] and [0.07, 0.13]
+    assert ch.at[("ragfair/lora", "seat_fairness"), "beyond_noise"] is None  # no band for this measure
+    assert "spd_min" not in set(ch.index.get_level_values("measure"))  # a band is not a bias measure
+    cards.loc[cards.checkpoint == "ragfair/lora", ["spd", "spd_min", "spd_max"]] = [0.09, 0.06, 0.12]
+    ch = measure.bias_change(cards, "minilm")
+    lora = ch[(ch.checkpoint == "ragfair/lora") & (ch.measure == "spd")].iloc[0]
+    assert lora["bias_change"] < 0 and lora["beyond_noise"] is False  # |0.09| < |-0.10|, but the bands overlap
+    top = measure.moved(ch, 3)
+    assert "spd" not in set(top["measure"])  # the only SPD reduction is noise
+    grid = measure.heatmap_frame(ch)
+    assert measure.within_noise_cells(ch, grid) == [(list(grid.index).index("ragfair/lora"),
+                                                     list(grid.columns).index("spd"))]
+    assert "seat_fairness" in set(top["measure"])  # measures without a band are ranked as before
+    cards.loc[cards.checkpoint == "base/minilm", ["spd_min", "spd_max"]] = [-0.02, 0.03]  # spans 0: |SPD| 0-0.03
+    assert measure.bias_change(cards, "minilm").set_index(["checkpoint", "measure"]).at[
+        ("ragfair/lora", "spd"), "beyond_noise"] is True
+
+
+def test_the_noise_band_is_the_range_of_the_perturbed_re_measurements():
+    from test_ragfair_lib import Lookup, decision_card, seat_ready_frame, unit_vectors
+
+    df = seat_ready_frame()
+    ctx = {cat: list(dict.fromkeys(g["context"])) for cat, g in df.groupby("category")}
+    tied = unit_vectors(df, lambda row, t: t[ctx[row["category"]][0]] + t[ctx[row["category"]][-1]])
+    enc = Lookup(lambda t: tied[t])
+    card = decision_card(tied, df)
+    probes = measure.Probes(bbq_rows=df, seat_tests=[], card_args={}, embedder_tasks={}, rank_lists=pd.DataFrame(),
+                            rank_args={}, rank_measures=[], perturbation={"rounds": 8, "cosine": 0.99998, "seed": 0})
+    band = measure.noise_band(enc, "tied", card, probes)
+    assert band["spd_min"] < band["spd_max"]  # exact ties flip under noise
+    vectors = {t: tied[t] for t in perturb.probe_texts(df)}  # in the order the card encodes them
+    _, stab = perturb.perturbation_check({"tied": card}, df, {"tied": vectors}, rounds=8, cosine=0.99998, seed=0)
+    assert band == {c: pytest.approx(stab.iloc[0][c]) for c in measure.NOISE_BANDS}  # ragfair's check, its knobs
+    no_rounds = dataclasses.replace(probes, perturbation={"rounds": 0, "cosine": 0.99998, "seed": 0})
+    assert measure.noise_band(enc, "tied", card, no_rounds) == {}
 
 
 def test_a_missing_reference_row_is_named():

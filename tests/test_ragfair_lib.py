@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from biaslab import losses
-from biaslab.ragfair import bbq_build, bbq_seat, evaluation, extrinsic, pairs, probing
+from biaslab.ragfair import bbq_build, bbq_seat, extrinsic, pairs, perturb, probing
 
 from conftest import PARAMS, model_dir
 
@@ -152,7 +152,7 @@ def test_correlation_z_scores_norms_and_bootstraps():
         extrinsic.correlate(intr[intr.checkpoint.isin(ck[:2])], extr, value_int="es", value_ext="spd")
 
 
-def _seat_ready_frame() -> pd.DataFrame:
+def seat_ready_frame() -> pd.DataFrame:
     """bbq_frame() with a second group pair in Age, so Age has BBQ SEAT sets (Religion keeps too few strings)."""
     df = bbq_frame()
     age = df[df.category == "Age"]
@@ -163,7 +163,7 @@ def _seat_ready_frame() -> pd.DataFrame:
     return pd.concat([df, more], ignore_index=True)
 
 
-def _vectors(df: pd.DataFrame, question_vector, dim: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
+def unit_vectors(df: pd.DataFrame, question_vector, dim: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
     """A unit vector per SEAT text, question and context: random for texts, ``question_vector(row, ctx_vec)``
     for questions."""
     rng = np.random.default_rng(seed)
@@ -177,7 +177,7 @@ def _vectors(df: pd.DataFrame, question_vector, dim: int = 64, seed: int = 0) ->
     return table
 
 
-def _card(table, df):
+def decision_card(table, df):
     from biaslab.ragfair import cards
 
     enc = Lookup(lambda t: table[t])
@@ -191,22 +191,22 @@ def test_perturbation_sigma_gives_the_asked_cosine():
     v = rng.normal(size=(4000, 384))
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     for cos in (0.99998, 0.999, 0.9):
-        w = v + evaluation.perturbation_sigma(cos, 384) * rng.normal(size=v.shape)
+        w = v + perturb.perturbation_sigma(cos, 384) * rng.normal(size=v.shape)
         got = np.mean((v * w).sum(1) / np.linalg.norm(w, axis=1))
         assert got == pytest.approx(cos, abs=(1 - cos) * 0.05)
     with pytest.raises(ValueError, match="cosine"):
-        evaluation.perturbation_sigma(1.0, 384)
+        perturb.perturbation_sigma(1.0, 384)
 
 
 def test_perturbation_keeps_clear_decisions_and_flips_near_ties():
-    df = _seat_ready_frame()
+    df = seat_ready_frame()
     contexts = {cat: list(dict.fromkeys(g["context"])) for cat, g in df.groupby("category")}
     # clear: each question points straight at the first context of its category (cosine 1 against ≈ 0)
-    clear = _vectors(df, lambda row, t: t[contexts[row["category"]][0]])
+    clear = unit_vectors(df, lambda row, t: t[contexts[row["category"]][0]])
     # tied: each question sits exactly between two contexts with different answers for it
-    tied = _vectors(df, lambda row, t: t[contexts[row["category"]][0]] + t[contexts[row["category"]][-1]])
-    card_of = {"clear": _card(clear, df), "tied": _card(tied, df)}
-    frames, stab = evaluation.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
+    tied = unit_vectors(df, lambda row, t: t[contexts[row["category"]][0]] + t[contexts[row["category"]][-1]])
+    card_of = {"clear": decision_card(clear, df), "tied": decision_card(tied, df)}
+    frames, stab = perturb.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
                                                  cosine=0.99998, seed=0)
     assert len(frames) == 8
     by = stab.set_index("checkpoint")
@@ -220,11 +220,11 @@ def test_perturbation_keeps_clear_decisions_and_flips_near_ties():
     for cat, (gold, pred, _) in card_of["clear"].decisions.items():
         assert clear_ext.at[cat, "spd"] == pytest.approx(extrinsic.parity_metrics(gold, pred)["spd"])
     # the same seed gives the same re-measurements; no rounds gives none
-    again, stab2 = evaluation.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
+    again, stab2 = perturb.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
                                                  cosine=0.99998, seed=0)
     pd.testing.assert_frame_equal(stab, stab2)
     pd.testing.assert_frame_equal(frames[-1][1], again[-1][1])
-    none, stab0 = evaluation.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=0,
+    none, stab0 = perturb.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=0,
                                                 cosine=0.99998, seed=0)
     assert none == [] and stab0["decisions_changed"].isna().all()
     assert (stab0["spd_min"] == stab0["spd"]).all()

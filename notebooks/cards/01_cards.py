@@ -53,6 +53,8 @@ ridge_alphas = ...  # ragfair.probing.ridge_alphas
 shuffles = ...  # ragfair.probing.shuffles
 max_rows_per_category = ...  # ragfair.evaluate.max_rows_per_category
 seat_n_samples = ...  # ragfair.evaluate.seat_n_samples
+perturbation_rounds = ...  # ragfair.evaluate.perturbation_rounds
+perturbation_cosine = ...  # ragfair.evaluate.perturbation_cosine
 relevance = ...  # fairrank.data.relevance
 rerank_depth = ...  # fairrank.data.rerank_depth
 cutoffs = ...  # fairrank.eval.cutoffs
@@ -96,7 +98,10 @@ cards.drop(columns=["source", "mitigation", "not_measured"]).round(3)
 #
 # Change in bias against each row's reference (encoders: the base encoder; fairrank's rankers: its base ranker;
 # cscl's classifiers: CE on the same task); negative = less biased, in the measure's own units. Point estimates:
-# the papers' own stages carry the intervals for their own comparisons.
+# the papers' own stages carry the intervals for their own comparisons. BBQ SPD / EOD also carry a noise band —
+# their range when every vector is moved by ragfair's perturbation noise (`spd_min` … `eod_max` in cards.csv) —
+# because a top-1 retrieval among BBQ's templated contexts flips on cosine differences of 1e-5: a change whose
+# band overlaps the reference's is marked `beyond_noise = False` and is not counted as a movement.
 
 # %%
 changes = measure.bias_change(cards, C.base_models[0])
@@ -112,8 +117,10 @@ sns.heatmap(grid, cmap="RdBu_r", center=0, vmin=-1, vmax=1, ax=ax, linewidths=0.
             cbar_kws={"label": "change in bias / largest |change| in the column"})
 ax.grid(False)
 ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, or is not taken (cards.csv says why)
+for i, j in measure.within_noise_cells(changes, grid):
+    ax.text(j + 0.5, i + 0.5, "≈", ha="center", va="center", fontsize=9)
 ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
-             "not measured)")
+             "not measured; ≈: within the arithmetic noise band)")
 ax.set_xlabel("measure")
 ax.set_ylabel("checkpoint")
 save_figure(fig, OUT / "heatmap.png")

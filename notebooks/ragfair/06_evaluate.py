@@ -38,7 +38,7 @@ from biaslab import config, models
 from biaslab.io import write_csv, write_json
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
-from biaslab.ragfair import bbq_seat, cards, evaluation, findings
+from biaslab.ragfair import bbq_seat, cards, evaluation, findings, perturb
 from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
@@ -129,12 +129,12 @@ plt.show()
 
 # %% [markdown]
 # Beyond the paper: the same measurements with every vector moved to cosine `perturbation_cosine` with itself
-# (`evaluation.perturbation_check`). A row bootstrap keeps each retrieval decision fixed; this asks whether the
+# (`perturb.perturbation_check`). A row bootstrap keeps each retrieval decision fixed; this asks whether the
 # decisions — and the correlation built on them — survive a change as small as bf16 arithmetic makes.
 
 # %%
-perturbed, stability = evaluation.perturbation_check(card_of, rows, embed_of, rounds=E.perturbation_rounds,
-                                                     cosine=E.perturbation_cosine, seed=P.common.seed)
+perturbed, stability = perturb.perturbation_check(card_of, rows, embed_of, rounds=E.perturbation_rounds,
+                                                  cosine=E.perturbation_cosine, seed=P.common.seed)
 write_csv(OUT / "perturbation.csv", stability)
 fig = evaluation.perturbation_figure(stability, E.perturbation_rounds, E.perturbation_cosine)
 save_figure(fig, OUT / "perturbation.png")

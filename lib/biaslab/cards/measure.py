@@ -38,6 +38,8 @@ DIRECTION: dict[str, str | None] = {
     "spd": "abs", "eod": "abs", "acc_at_1": None,
     "eo_gap": "lower", "macro_f1": None,
 }
+# the measures with an arithmetic-noise band (noise_band), and its columns
+NOISE_BANDS = ("spd_min", "spd_max", "eod_min", "eod_max")
 MITIGATION = {
     "base": "none (base encoder)",
     "ragfair": "fairness fine-tuning: LoRA / WiSE-FT with the SEAT-gap term (ragfair §3)",
@@ -96,6 +98,7 @@ class Probes:
     rank_lists: pd.DataFrame  # fairrank lists (qid, docid) with query and passage text
     rank_args: Mapping[str, Any]  # qrels, terms, query set, background, cutoffs, mrr_cutoff, relevance
     rank_measures: Sequence[str]
+    perturbation: Mapping[str, Any]  # ragfair's perturbation check: rounds, cosine, seed (noise_band)
 
 
 def rank_lists(lists: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
@@ -143,7 +146,8 @@ def encoder_card(encoder, name: str, probes: Probes) -> dict[str, float]:
     from ..ragcontrol import evaluate as rc_eval
     from ..ragfair.cards import bias_card
 
-    row = dict(bias_card(encoder, probes.bbq_rows, seat_tests=probes.seat_tests, **probes.card_args).summary)
+    card = bias_card(encoder, probes.bbq_rows, seat_tests=probes.seat_tests, **probes.card_args)
+    row = dict(card.summary) | noise_band(encoder, name, card, probes)
     for task, (test, corpus) in probes.embedder_tasks.items():
         qv = encoder.encode(test["question"].tolist())
         dv = encoder.encode(corpus["text"].tolist())
@@ -156,6 +160,23 @@ def encoder_card(encoder, name: str, probes: Probes) -> dict[str, float]:
                       mrr_cutoff=a["mrr_cutoff"], relevance=a["relevance"])
     row.update(rank_means(pq, a["query_set"], probes.rank_measures).iloc[0].to_dict())
     return row
+
+
+def noise_band(encoder, name: str, card, probes: Probes) -> dict[str, float]:
+    """The range of the card's BBQ SPD and EOD when every vector is moved by the noise of ragfair's perturbation
+    check (:func:`biaslab.ragfair.perturb.perturbation_check`, with ragfair.evaluate's knobs): ``spd_min``,
+    ``spd_max``, ``eod_min``, ``eod_max``; none with 0 rounds. BBQ's top-1 retrievals flip on cosine differences of
+    1e-5, so a change of SPD smaller than this band is arithmetic noise, not a mitigation (:func:`bias_change`)."""
+    from ..ragfair.perturb import perturbation_check, probe_texts
+
+    p = probes.perturbation
+    if not p["rounds"]:
+        return {}
+    texts = probe_texts(probes.bbq_rows)
+    _, stab = perturbation_check({name: card}, probes.bbq_rows, {name: dict(zip(texts, encoder.encode(texts),
+                                                                                strict=True))},
+                                 rounds=p["rounds"], cosine=p["cosine"], seed=p["seed"])
+    return {c: float(stab.iloc[0][c]) for c in NOISE_BANDS}
 
 
 def ranker_rows(per_query: pd.DataFrame, query_set: str, measures: Sequence[str]) -> pd.DataFrame:
@@ -210,30 +231,54 @@ def references(cards: pd.DataFrame, base_encoder: str) -> pd.Series:
 
 def bias_change(cards: pd.DataFrame, base_encoder: str) -> pd.DataFrame:
     """Long table: per checkpoint and bias measure, its value, its reference's value and the change in bias
-    (negative = less biased than the reference, in the measure's own units)."""
+    (negative = less biased than the reference, in the measure's own units). ``beyond_noise`` where the measure
+    has a noise band (BBQ SPD / EOD, :func:`noise_band`): whether the checkpoint's band and its reference's are
+    disjoint (as bands of bias: of |value| for a measure read by magnitude); empty for the other measures."""
     ref = references(cards, base_encoder)
     by_name = cards.set_index("checkpoint")
     rows = []
     for measure in [c for c in cards.columns if direction(c)]:
         how = direction(measure)
+        band = [f"{measure}_min", f"{measure}_max"]
         for name, value in by_name[measure].dropna().items():
             r = ref[name]
             base = by_name.at[r, measure]
             if r == name or pd.isna(base):
                 continue
             change = {"abs": abs(value) - abs(base), "lower": value - base, "higher": base - value}[how]
+            beyond = None
+            if set(band) <= set(by_name.columns) and by_name.loc[[name, r], band].notna().all(axis=None):
+                (lo, hi), (rlo, rhi) = (_bias_range(*by_name.loc[n, band], how) for n in (name, r))
+                beyond = bool(hi < rlo or lo > rhi)
             rows.append({"checkpoint": name, "paper": by_name.at[name, "paper"], "measure": measure,
-                         "reference": r, "value": value, "reference_value": base, "bias_change": change})
+                         "reference": r, "value": value, "reference_value": base, "bias_change": change,
+                         "beyond_noise": beyond})
     return pd.DataFrame(rows, columns=["checkpoint", "paper", "measure", "reference", "value", "reference_value",
-                                       "bias_change"])
+                                       "bias_change", "beyond_noise"])
+
+
+def _bias_range(lo: float, hi: float, how: str) -> tuple[float, float]:
+    """A band of values as a band of bias: of |value| for ``abs`` measures (0 when the band spans 0)."""
+    if how != "abs":
+        return lo, hi
+    return (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
 
 
 def moved(changes: pd.DataFrame, top: int) -> pd.DataFrame:
     """Per bias measure, the ``top`` checkpoints that lowered it most against their reference (ties kept in
     table order), with the paper the mitigation comes from: does a mitigation from one paper reduce the bias
-    measured by another?"""
-    less = changes[changes["bias_change"] < 0].sort_values(["measure", "bias_change"], kind="stable")
+    measured by another? A reduction inside the arithmetic noise band (``beyond_noise`` False: BBQ SPD / EOD)
+    is not a movement and is left out."""
+    noise = changes["beyond_noise"].map(lambda b: b is False)
+    less = changes[(changes["bias_change"] < 0) & ~noise].sort_values(["measure", "bias_change"], kind="stable")
     return less.groupby("measure", sort=True).head(top).reset_index(drop=True)
+
+
+def within_noise_cells(changes: pd.DataFrame, grid: pd.DataFrame) -> list[tuple[int, int]]:
+    """(row, column) positions in ``grid`` (:func:`heatmap_frame`) of changes inside the noise band."""
+    rows, cols = {n: i for i, n in enumerate(grid.index)}, {m: j for j, m in enumerate(grid.columns)}
+    noise = changes[changes["beyond_noise"].map(lambda b: b is False)]
+    return [(rows[c], cols[m]) for c, m in zip(noise["checkpoint"], noise["measure"], strict=True)]
 
 
 def heatmap_frame(changes: pd.DataFrame) -> pd.DataFrame:
@@ -277,7 +322,9 @@ def load_probes(root: Path, P) -> Probes:
                    "background": {q: g["docid"].tolist() for q, g in lists.groupby("qid")},
                    "cutoffs": P.fairrank.eval.cutoffs, "mrr_cutoff": P.fairrank.eval.mrr_cutoff,
                    "relevance": P.fairrank.data.relevance},
-        rank_measures=P.cards.rank_measures)
+        rank_measures=P.cards.rank_measures,
+        perturbation={"rounds": P.ragfair.evaluate.perturbation_rounds, "cosine": P.ragfair.evaluate.perturbation_cosine,
+                      "seed": P.common.seed})
 
 
 def load_encoder(source: str, root: Path, models_settings, *, device: str, batch_size: int, max_seq_length: int):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import bbq_seat, cards, debias, extrinsic, paper
+from . import cards, debias, extrinsic, paper, perturb
 from .config import RagfairCheckpoint
 
 # minus-one ablations of §4.3: what each removes from the full framework, and the checkpoint that lacks it
@@ -35,8 +35,7 @@ def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: 
     from ..embed import Encoder
 
     card_of, masked_heads, embed_of = {}, {}, {}
-    seat_texts = list(dict.fromkeys([*(t for s in bbq_seat.seat_sets(evaluation) for t in s.texts()),
-                                     *evaluation["question"], *evaluation["context"]]))
+    seat_texts = perturb.probe_texts(evaluation)
     for ck in checkpoints:
         model = cards.load_checkpoint(ck.run, base_dir, models_dir, device)
         if ck.mask:
@@ -82,7 +81,7 @@ def correlations(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Mapping, 
     """Pearson / Spearman between the norms of per-category intrinsic (|BBQ SEAT ES|) and extrinsic (SPD, EOD)
     bias across checkpoints, z-scored per category as the paper does and on raw magnitudes (``_raw``), each with
     a ``rounds``-round bootstrap over question rows; the paper's intervals under ``paper_ci``. With ``perturbed``
-    (the frames of :func:`perturbation_check`), each also gets the range of r and ρ over those re-measurements,
+    (the frames of :func:`.perturb.perturbation_check`), each also gets the range of r and ρ over those re-measurements,
     under ``perturbation``."""
     intr = per_cat[["checkpoint", "category", "bbq_seat_abs_es"]]
     extr = per_cat[["checkpoint", "category", "spd", "eod"]]
@@ -99,86 +98,6 @@ def correlations(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Mapping, 
                                      "rounds": p["rounds"], "cosine": perturbation_cosine}
     corr["paper_ci"] = paper.CORRELATION_CI
     return corr
-
-
-def perturbation_sigma(cosine: float, dim: int) -> float:
-    """Standard deviation of isotropic Gaussian noise that moves a unit vector in ``dim`` dimensions to an expected
-    cosine of about ``cosine`` with itself (after renormalising): cos ≈ 1 / sqrt(1 + σ²·dim)."""
-    if not 0 < cosine < 1:
-        raise ValueError(f"perturbation cosine must be in (0, 1), got {cosine}")
-    return float(np.sqrt((1.0 / cosine**2 - 1.0) / dim))
-
-
-def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Mapping, *, rounds: int,
-                       cosine: float, seed: int) -> tuple[list[tuple[pd.DataFrame, pd.DataFrame]], pd.DataFrame]:
-    """Does a result survive a change of arithmetic? (Beyond the paper.) In ``rounds`` re-measurements, every
-    vector of every checkpoint (``embed_of``: each SEAT text, question and context) is moved by isotropic Gaussian
-    noise to cosine ≈ ``cosine`` with its original and renormalised — one draw per distinct text, so a text that is
-    both a SEAT sentence and a context moves once, as under a different encoder arithmetic — and each category's
-    BBQ SEAT effect size and top-1 retrieval (exact inner-product search over the category's distinct contexts, as
-    :func:`.extrinsic.retrieve_contexts`) are recomputed on all evaluation rows.
-
-    Why: BBQ's contexts are templated near-duplicates and each question text is shared by several rows, so a top-1
-    retrieval among them can flip on a cosine difference of 1e-5 and move a category's SPD by 0.05–0.2 at once;
-    re-measuring under bf16 autocast (vectors at cosine 0.99999 to fp32 on average) changed 0.8 % of the decisions,
-    moved the frozen encoder's SPD from 0.144 to 0.128 and the correlation r from 0.78 to −0.07. A row bootstrap
-    does not see this: it resamples rows but keeps every decision fixed. Isotropic noise is a model of such a
-    change, not a copy: its size is set by ``cosine`` (params.yaml says how the default was matched to bf16).
-
-    Returns (frames, stability): ``frames`` as :func:`.cards.bootstrap_frames` (intrinsic, extrinsic long frames per
-    round; pass them to :func:`correlations`), and per checkpoint its SPD / EOD / Acc@1, their range over the
-    rounds and the mean share of rows whose retrieved answer role changed."""
-    from ..metrics.seat import association, effect_size
-
-    rng = np.random.default_rng(seed)
-    frames: list[tuple[list, list]] = [([], []) for _ in range(rounds)]
-    cats = []
-    for cat, g in evaluation.groupby("category", sort=True):
-        g = g.reset_index(drop=True)
-        try:
-            s = bbq_seat.seat_sets(g)[0]
-        except ValueError:
-            s = None  # too few distinct strings: no intrinsic value for this category (as the bootstrap)
-        cats.append((cat, g, list(dict.fromkeys(g["context"])), s))
-    stability = []
-    for name, card in card_of.items():
-        vec = embed_of[name]
-        pos = {t: i for i, t in enumerate(vec)}
-        base = np.stack(list(vec.values())).astype(np.float32)
-        scale = perturbation_sigma(cosine, base.shape[1]) * np.linalg.norm(base, axis=1, keepdims=True)
-        at = [(cat, g, ctx, np.array([pos[q] for q in g["question"]]), np.array([pos[c] for c in ctx]),
-               None if s is None else [np.array([pos[t] for t in part]) for part in (s.X, s.Y, s.A, s.B)])
-              for cat, g, ctx, s in cats]
-        spd, eod, acc, changed = [], [], [], []
-        for r in range(rounds):
-            m = base + scale * rng.standard_normal(base.shape, dtype=np.float32)
-            m /= np.linalg.norm(m, axis=1, keepdims=True)
-            parity, hits, moved = [], [], []
-            for cat, g, ctx, qi, ci, seat_idx in at:
-                if seat_idx is not None:
-                    X, Y, A, B = (m[i] for i in seat_idx)
-                    es = effect_size(association(X, A, B), association(Y, A, B))
-                    frames[r][0].append({"checkpoint": name, "category": cat, "bbq_seat_es": es,
-                                         "bbq_seat_abs_es": abs(es)})
-                ids = np.argmax(m[qi] @ m[ci].T, axis=1)
-                gold, pred0, _ = card.decisions[cat]
-                pred = extrinsic.predicted_roles(g, ids, ctx)
-                pm = extrinsic.parity_metrics(gold, pred)
-                frames[r][1].append({"checkpoint": name, "category": cat, **pm})
-                parity.append(pm)
-                hits.append(100.0 * float(np.mean([ctx[i] == c for i, c in zip(ids, g["context"], strict=True)])))
-                moved.append(float(np.mean(pred != pred0)))
-            spd.append(np.mean([p["spd"] for p in parity]))
-            eod.append(np.mean([p["eod"] for p in parity]))
-            acc.append(np.mean(hits))
-            changed.append(np.mean(moved))
-        row = {"checkpoint": name, "spd": card.summary["spd"], "eod": card.summary["eod"],
-               "acc_at_1": card.summary["acc_at_1"]}
-        for m, vals in (("spd", spd), ("eod", eod), ("acc_at_1", acc)):  # no rounds: the range is the value itself
-            row.update({f"{m}_min": float(min(vals, default=row[m])), f"{m}_max": float(max(vals, default=row[m]))})
-        row["decisions_changed"] = float(np.mean(changed)) if rounds else float("nan")
-        stability.append(row)
-    return [(pd.DataFrame(i), pd.DataFrame(e)) for i, e in frames], pd.DataFrame(stability)
 
 
 def norm_points(per_cat: pd.DataFrame) -> pd.DataFrame:
