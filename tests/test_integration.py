@@ -519,6 +519,15 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     assert set(changes["paper"]) >= {"ragfair", "ragcontrol", "fairrank"}
     assert (pd.read_csv(root / "reports/cards/moved.csv")["bias_change"] < 0).all()
     assert (root / "reports/cards/heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert (encoders["spd_min"] <= encoders["spd"]).all() and (encoders["spd"] <= encoders["spd_max"]).all()
+    assert changes.loc[changes["measure"].isin(["spd", "eod"]), "beyond_noise"].notna().all()
+    # `biaslab card` prints the card the stage wrote (the same functions, settings and stored vectors)
+    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "card", "minilm", "--json"], cwd=root,
+                          env=pipeline[1].env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    printed = json.loads(proc.stdout)
+    for m in [*measures, "spd_min", "eod_max"]:
+        assert printed[m] == pytest.approx(cards.loc["base/minilm", m], rel=1e-5), m
 
 
 def test_the_report_covers_every_paper(pipeline):

@@ -194,7 +194,8 @@ def _cmd_card(args) -> int:
         width = max(map(len, card))
         print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
         for k, v in card.items():
-            print(f"  {k:<{width}}  {v:>10.4f}  {measure.direction(k) or 'not a bias level'}")
+            how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
+            print(f"  {k:<{width}}  {v:>10.4f}  {how}")
     return 0
 
 
