@@ -115,7 +115,8 @@ def test_scale_probes_cuts_every_probe_set_and_keeps_lists_and_query_set_consist
     corpus = pd.DataFrame({"text": [f"doc {i}" for i in range(12)]})
     lists = pd.DataFrame({"qid": ["1", "1", "2", "2", "3", "3", "4", "4"], "docid": list("abcdefgh")})
     probes = Probes(bbq_rows=bbq, seat_tests=list(range(6)), card_args={}, embedder_tasks={"T": (test, corpus)},
-                    rank_lists=lists, rank_args={"qids": ["1", "2", "3", "4"], "query_set": "s"}, rank_measures=[])
+                    rank_lists=lists, rank_args={"qids": ["1", "2", "3", "4"], "query_set": "s"}, rank_measures=[],
+                    perturbation={"rounds": 0, "cosine": 0.99996, "seed": 0})
     half = scaling.scale_probes(probes, bbq, max_rows=8, fraction=0.5, seed=0)
     assert len(half.bbq_rows) == 4 and len(half.seat_tests) == 3
     assert len(half.embedder_tasks["T"][0]) == 4 and len(half.embedder_tasks["T"][1]) == 6

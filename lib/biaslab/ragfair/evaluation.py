@@ -76,13 +76,13 @@ def ablation(cards_table: pd.DataFrame) -> pd.DataFrame:
 
 
 def correlations(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Mapping, per_cat: pd.DataFrame, *,
-                 rounds: int, seed: int, perturbed: Sequence[tuple[pd.DataFrame, pd.DataFrame]] = (),
-                 perturbation_cosine: float | None = None) -> dict:
+                 rounds: int, seed: int, perturbed: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
+                 perturbation_cosine: float) -> dict:
     """Pearson / Spearman between the norms of per-category intrinsic (|BBQ SEAT ES|) and extrinsic (SPD, EOD)
     bias across checkpoints, z-scored per category as the paper does and on raw magnitudes (``_raw``), each with
     a ``rounds``-round bootstrap over question rows; the paper's intervals under ``paper_ci``. With ``perturbed``
-    (the frames of :func:`.perturb.perturbation_check`), each also gets the range of r and ρ over those re-measurements,
-    under ``perturbation``."""
+    (the frames of :func:`.perturb.perturbation_check` at ``perturbation_cosine``; empty with 0 rounds), each also
+    gets the range of r and ρ over those re-measurements, under ``perturbation``."""
     intr = per_cat[["checkpoint", "category", "bbq_seat_abs_es"]]
     extr = per_cat[["checkpoint", "category", "spd", "eod"]]
     rng = np.random.default_rng(seed)
