@@ -131,3 +131,22 @@ def test_growth_exponent_is_the_log_log_slope():
     assert scaling.growth_exponent([1, 2, 4], [10, 20, 40]) == 1.0
     assert scaling.growth_exponent([1, 2, 4], [3, 12, 48]) == 2.0
     assert scaling.growth_exponent([1, 1], [3, 4]) is None  # one size: no slope
+
+
+spec_p = importlib.util.spec_from_file_location("bench_perturbation", REPO / "benchmarks" / "bench_perturbation.py")
+perturbation = importlib.util.module_from_spec(spec_p)
+spec_p.loader.exec_module(perturbation)
+
+
+def test_the_matched_cosine_changes_about_as_many_decisions_as_bf16_and_decision_changes_are_shares():
+    import numpy as np
+
+    from biaslab.ragfair.cards import Card
+
+    shares = {0.99998: 0.0057, 0.99996: 0.0087, 0.99993: 0.012}
+    assert perturbation.matched_cosine(shares, 0.0081) == 0.99996
+    assert perturbation.matched_cosine(shares, 0.02) == 0.99993
+    assert perturbation.matched_cosine({0.9: 0.25, 0.8: 0.75}, 0.5) == 0.9  # a tie: the smaller noise
+    a = Card({}, None, {"x": (None, np.array(["s", "n", "u", "s"]), None), "y": (None, np.array(["s", "s"]), None)})
+    b = Card({}, None, {"x": (None, np.array(["s", "s", "u", "s"]), None), "y": (None, np.array(["s", "s"]), None)})
+    assert perturbation.decisions_changed(a, b) == 0.125  # mean over categories of the changed share
