@@ -37,7 +37,6 @@ Writes ``benchmarks/results/backends.json``. Run it on an otherwise idle machine
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -185,11 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                                        args.rounds)
         print(f"train_step: {out['train_step']}")
 
-    path = ROOT / "benchmarks/results/backends.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    from biaslab.io import write_json
+
+    path = write_json(ROOT / "benchmarks/results/backends.json", out)  # atomic; keys sorted like every results file
     print(f"wrote {path}")
     return 0
 

@@ -38,11 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @contextlib.contextmanager
 def bf16_encoders(store: Path):
     """Every :class:`biaslab.embed.Encoder` forward pass under bfloat16 autocast, vectors kept in ``store``."""
+    from unittest import mock
+
     import torch
 
     from biaslab.embed import Encoder
-
-    saved = {name: getattr(Encoder, name) for name in ("_encode", "_encode_layers")}
 
     def under_autocast(fn):
         def run(self, *args, **kwargs):
@@ -50,19 +50,10 @@ def bf16_encoders(store: Path):
                 return fn(self, *args, **kwargs)
         return run
 
-    old_store = os.environ.get("BIASLAB_CACHE_DIR")
-    os.environ["BIASLAB_CACHE_DIR"] = str(store)
-    for name, fn in saved.items():
-        setattr(Encoder, name, under_autocast(fn))
-    try:
+    with (mock.patch.dict(os.environ, {"BIASLAB_CACHE_DIR": str(store)}),
+          mock.patch.object(Encoder, "_encode", under_autocast(Encoder._encode)),
+          mock.patch.object(Encoder, "_encode_layers", under_autocast(Encoder._encode_layers))):
         yield
-    finally:
-        for name, fn in saved.items():
-            setattr(Encoder, name, fn)
-        if old_store is None:
-            os.environ.pop("BIASLAB_CACHE_DIR", None)
-        else:
-            os.environ["BIASLAB_CACHE_DIR"] = old_store
 
 
 def decisions_changed(card_a, card_b) -> float:
@@ -144,11 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cosine {c}: changed {out['noise'][str(c)]['decisions_changed']:.4f}, r {out['noise'][str(c)]['r']}")
     out["matched_cosine"] = matched_cosine({float(c): v["decisions_changed"] for c, v in out["noise"].items()},
                                            out["bf16"]["decisions_changed"])
-    path = ROOT / "benchmarks/results/perturbation.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    from biaslab.io import write_json
+
+    path = write_json(ROOT / "benchmarks/results/perturbation.json", out)  # atomic; keys sorted like every results file
     print(f"matched cosine {out['matched_cosine']} (params.yaml: {E.perturbation_cosine}); wrote {path}")
     return 0
 

@@ -150,3 +150,20 @@ def test_the_matched_cosine_changes_about_as_many_decisions_as_bf16_and_decision
     a = Card({}, None, {"x": (None, np.array(["s", "n", "u", "s"]), None), "y": (None, np.array(["s", "s"]), None)})
     b = Card({}, None, {"x": (None, np.array(["s", "s", "u", "s"]), None), "y": (None, np.array(["s", "s"]), None)})
     assert perturbation.decisions_changed(a, b) == 0.125  # mean over categories of the changed share
+
+
+def test_bf16_encoders_autocast_every_pass_into_their_own_store_and_restore_both(tmp_path, monkeypatch):
+    import os
+
+    import torch
+
+    from biaslab.embed import Encoder
+
+    monkeypatch.setenv("BIASLAB_CACHE_DIR", "fp32-store")
+    seen = []
+    monkeypatch.setattr(Encoder, "_encode", lambda self, texts, show: seen.append(torch.is_autocast_enabled("cpu")))
+    original = Encoder._encode
+    with perturbation.bf16_encoders(tmp_path):
+        assert os.environ["BIASLAB_CACHE_DIR"] == str(tmp_path)
+        Encoder._encode(None, [], False)
+    assert seen == [True] and Encoder._encode is original and os.environ["BIASLAB_CACHE_DIR"] == "fp32-store"

@@ -264,20 +264,24 @@ def _bias_range(lo: float, hi: float, how: str) -> tuple[float, float]:
     return (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
 
 
+def _inside_noise(changes: pd.DataFrame) -> pd.Series:
+    """Rows of :func:`bias_change` whose change lies inside the noise band (``beyond_noise`` False, not empty)."""
+    return changes["beyond_noise"].map(lambda b: b is False)
+
+
 def moved(changes: pd.DataFrame, top: int) -> pd.DataFrame:
     """Per bias measure, the ``top`` checkpoints that lowered it most against their reference (ties kept in
     table order), with the paper the mitigation comes from: does a mitigation from one paper reduce the bias
     measured by another? A reduction inside the arithmetic noise band (``beyond_noise`` False: BBQ SPD / EOD)
     is not a movement and is left out."""
-    noise = changes["beyond_noise"].map(lambda b: b is False)
-    less = changes[(changes["bias_change"] < 0) & ~noise].sort_values(["measure", "bias_change"], kind="stable")
+    less = changes[(changes["bias_change"] < 0) & ~_inside_noise(changes)].sort_values(["measure", "bias_change"], kind="stable")
     return less.groupby("measure", sort=True).head(top).reset_index(drop=True)
 
 
 def within_noise_cells(changes: pd.DataFrame, grid: pd.DataFrame) -> list[tuple[int, int]]:
     """(row, column) positions in ``grid`` (:func:`heatmap_frame`) of changes inside the noise band."""
     rows, cols = {n: i for i, n in enumerate(grid.index)}, {m: j for j, m in enumerate(grid.columns)}
-    noise = changes[changes["beyond_noise"].map(lambda b: b is False)]
+    noise = changes[_inside_noise(changes)]
     return [(rows[c], cols[m]) for c, m in zip(noise["checkpoint"], noise["measure"], strict=True)]
 
 

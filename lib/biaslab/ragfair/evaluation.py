@@ -35,7 +35,7 @@ def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: 
     from ..embed import Encoder
 
     card_of, masked_heads, embed_of = {}, {}, {}
-    seat_texts = perturb.probe_texts(evaluation)
+    texts = perturb.probe_texts(evaluation)
     for ck in checkpoints:
         model = cards.load_checkpoint(ck.run, base_dir, models_dir, device)
         if ck.mask:
@@ -45,7 +45,7 @@ def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: 
             masked_heads[ck.name] = heads
         enc = Encoder(model, device=device, batch_size=batch_size)
         card_of[ck.name] = cards.bias_card(enc, evaluation, seat_tests=seat_tests, **card_args)
-        embed_of[ck.name] = dict(zip(seat_texts, enc.encode(seat_texts), strict=True))
+        embed_of[ck.name] = dict(zip(texts, enc.encode(texts), strict=True))
         print(f"{ck.name}: " + ", ".join(f"{k} {v:.4f}" for k, v in card_of[ck.name].summary.items()))
     return card_of, masked_heads, embed_of
 

@@ -13,16 +13,23 @@ import pandas as pd
 from . import bbq_seat, extrinsic
 
 
+def _seat_sets(evaluation: pd.DataFrame) -> dict:
+    """Each category's rows (re-indexed) and BBQ SEAT sets — ``None`` where the category has too few distinct strings
+    for them (no intrinsic value there, as in the row bootstrap)."""
+    out = {}
+    for cat, g in evaluation.groupby("category", sort=True):
+        g = g.reset_index(drop=True)
+        try:
+            out[cat] = (g, bbq_seat.seat_sets(g)[0])
+        except ValueError:
+            out[cat] = (g, None)
+    return out
+
+
 def probe_texts(evaluation: pd.DataFrame) -> list[str]:
     """Every text a checkpoint's vectors are needed for after its card: the BBQ SEAT sets' sentences (the row
-    bootstrap; a category with too few distinct strings for SEAT sets has none) and the rows' questions and
-    contexts (the perturbation check), each once."""
-    seat = []
-    for _, g in evaluation.groupby("category", sort=True):
-        try:
-            seat += [t for s in bbq_seat.seat_sets(g) for t in s.texts()]
-        except ValueError:
-            continue
+    bootstrap) and the rows' questions and contexts (the perturbation check), each once."""
+    seat = [t for _, s in _seat_sets(evaluation).values() if s is not None for t in s.texts()]
     return list(dict.fromkeys([*seat, *evaluation["question"], *evaluation["context"]]))
 
 
@@ -58,28 +65,28 @@ def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Map
     rng = np.random.default_rng(seed)
     frames: list[tuple[list, list]] = [([], []) for _ in range(rounds)]
     cats = []
-    for cat, g in evaluation.groupby("category", sort=True):
-        g = g.reset_index(drop=True)
-        try:
-            s = bbq_seat.seat_sets(g)[0]
-        except ValueError:
-            s = None  # too few distinct strings: no intrinsic value for this category (as the bootstrap)
-        cats.append((cat, g, list(dict.fromkeys(g["context"])), s))
+    for cat, (g, s) in _seat_sets(evaluation).items():
+        ctx = list(dict.fromkeys(g["context"]))
+        # what each row's question reads off each context, as a [rows, contexts] table built once (every round
+        # indexes it instead of calling extrinsic.predicted_roles again), and each row's own context
+        roles = np.stack([extrinsic.predicted_roles(g, np.full(len(g), j), ctx) for j in range(len(ctx))], axis=1)
+        own = np.array([ctx.index(c) for c in g["context"]])
+        cats.append((cat, g, ctx, s, roles, own))
     stability = []
     for name, card in card_of.items():
         vec = embed_of[name]
         pos = {t: i for i, t in enumerate(vec)}
         base = np.stack(list(vec.values())).astype(np.float32)
         scale = perturbation_sigma(cosine, base.shape[1]) * np.linalg.norm(base, axis=1, keepdims=True)
-        at = [(cat, g, ctx, np.array([pos[q] for q in g["question"]]), np.array([pos[c] for c in ctx]),
+        at = [(cat, roles, own, np.array([pos[q] for q in g["question"]]), np.array([pos[c] for c in ctx]),
                None if s is None else [np.array([pos[t] for t in part]) for part in (s.X, s.Y, s.A, s.B)])
-              for cat, g, ctx, s in cats]
+              for cat, g, ctx, s, roles, own in cats]
         spd, eod, acc, changed = [], [], [], []
         for r in range(rounds):
             m = base + scale * rng.standard_normal(base.shape, dtype=np.float32)
             m /= np.linalg.norm(m, axis=1, keepdims=True)
             parity, hits, moved = [], [], []
-            for cat, g, ctx, qi, ci, seat_idx in at:
+            for cat, roles, own, qi, ci, seat_idx in at:
                 if seat_idx is not None:
                     X, Y, A, B = (m[i] for i in seat_idx)
                     es = effect_size(association(X, A, B), association(Y, A, B))
@@ -87,11 +94,11 @@ def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Map
                                          "bbq_seat_abs_es": abs(es)})
                 ids = np.argmax(m[qi] @ m[ci].T, axis=1)
                 gold, pred0, _ = card.decisions[cat]
-                pred = extrinsic.predicted_roles(g, ids, ctx)
+                pred = roles[np.arange(len(ids)), ids]
                 pm = extrinsic.parity_metrics(gold, pred)
                 frames[r][1].append({"checkpoint": name, "category": cat, **pm})
                 parity.append(pm)
-                hits.append(100.0 * float(np.mean([ctx[i] == c for i, c in zip(ids, g["context"], strict=True)])))
+                hits.append(100.0 * float(np.mean(ids == own)))
                 moved.append(float(np.mean(pred != pred0)))
             spd.append(np.mean([p["spd"] for p in parity]))
             eod.append(np.mean([p["eod"] for p in parity]))
