@@ -104,6 +104,25 @@ def test_a_missing_reference_row_is_named():
         measure.bias_change(cards, "gte")
 
 
+def test_one_card_against_another_reads_as_the_stage_reads_a_checkpoint_against_its_base():
+    ref = {"spd": -0.10, "spd_min": -0.13, "spd_max": -0.07, "seat_fairness": 0.6, "acc_at_1": 20.0}
+    mine = {"spd": 0.05, "spd_min": 0.02, "spd_max": 0.06, "seat_fairness": 0.7, "acc_at_1": 18.0}
+    ch = measure.compare(mine, "my/model", ref, "minilm").set_index("measure")
+    assert set(ch.index) == {"spd", "seat_fairness"}  # utility and the band columns are not bias measures
+    assert ch.at["spd", "bias_change"] == pytest.approx(-0.05) and ch.at["spd", "beyond_noise"] is True
+    assert ch.at["seat_fairness", "bias_change"] == pytest.approx(-0.1) and ch.at["seat_fairness", "beyond_noise"] is None
+    assert ch.at["spd", "reference_value"] == -0.10 and (ch["checkpoint"] == "my/model").all()
+    cards = _cards().assign(spd_min=np.nan, spd_max=np.nan)
+    lora = cards[cards.checkpoint == "ragfair/lora"].iloc[0].dropna().drop(["checkpoint", "paper", "kind"]).to_dict()
+    base = cards[cards.checkpoint == "base/minilm"].iloc[0].dropna().drop(["checkpoint", "paper", "kind"]).to_dict()
+    stage = measure.bias_change(cards, "minilm")
+    stage = stage[stage.checkpoint == "ragfair/lora"].set_index("measure")["bias_change"]
+    assert measure.compare(lora, "ragfair/lora", base, "minilm").set_index("measure")["bias_change"].to_dict() == \
+        pytest.approx(stage.to_dict())  # the same reading as the cards stage's
+    with pytest.raises(ValueError, match="itself"):
+        measure.compare(mine, "minilm", ref, "minilm")
+
+
 def test_classifier_and_ranker_rows_average_over_seeds_and_queries():
     methods = pd.DataFrame({"task": "t", "method": ["ce", "ce", "two_stage", "two_stage"],
                             "value": [np.nan, np.nan, 5.0, 5.0], "seed": [0, 1, 0, 1],

@@ -521,13 +521,26 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     assert (root / "reports/cards/heatmap.png").read_bytes()[:4] == b"\x89PNG"
     assert (encoders["spd_min"] <= encoders["spd"]).all() and (encoders["spd"] <= encoders["spd_max"]).all()
     assert changes.loc[changes["measure"].isin(["spd", "eod"]), "beyond_noise"].notna().all()
-    # `biaslab card` prints the card the stage wrote (the same functions, settings and stored vectors)
-    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "card", "minilm", "--json"], cwd=root,
-                          env=pipeline[1].env, capture_output=True, text=True, timeout=600)
+    # `biaslab card` prints the card the stage wrote (the same functions, settings and stored vectors), and its
+    # change against the base encoder is the stage's bias_change row
+    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "card", "data/models/ragfair/lora_wiseft", "--json"],
+                          cwd=root, env=pipeline[1].env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = json.loads(proc.stdout)
     for m in [*measures, "spd_min", "eod_max"]:
-        assert printed[m] == pytest.approx(cards.loc["base/minilm", m], rel=1e-5), m
+        assert printed[m] == pytest.approx(cards.loc["ragfair/lora_wiseft", m], rel=1e-5), m
+    assert printed["against"] == "minilm"
+    printed_changes = pd.DataFrame(printed["changes"]).set_index("measure")
+    stage = changes[changes["checkpoint"] == "ragfair/lora_wiseft"].set_index("measure")
+    assert set(printed_changes.index) == set(stage.index)
+    for m in stage.index:
+        assert printed_changes.at[m, "bias_change"] == pytest.approx(stage.at[m, "bias_change"], rel=1e-4, abs=1e-9), m
+        assert _flag(printed_changes.at[m, "beyond_noise"]) == _flag(stage.at[m, "beyond_noise"]), m
+
+
+def _flag(value) -> bool | None:
+    """``beyond_noise`` as read from JSON (true / false / null) or CSV (True / False / empty)."""
+    return None if value is None or pd.isna(value) else bool(value)
 
 
 def test_the_report_covers_every_paper(pipeline):

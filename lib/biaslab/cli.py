@@ -10,8 +10,10 @@
     biaslab deps [--write] [--cell STAGE]      check (or rewrite) every stage's library / data / params deps
     biaslab claims [PAPER ...]                 each paper's claims table (reports/<paper>/results/claims.csv) as
                                                Markdown: verdict counts and every claim with its interval
-    biaslab card MODEL [--json]               a cross-paper bias card of one encoder (a registry name or a model
-                                               folder), measured as the cards stage measures every checkpoint
+    biaslab card MODEL [--against REF] [--json]
+                                               a cross-paper bias card of one encoder (a registry name or a model
+                                               folder), measured as the cards stage measures every checkpoint, and
+                                               its change in bias against REF (default: the base encoder)
     biaslab sweep FILE --executor local|debug|slurm [--jobs N] [--force] [--dry-run]
                                                run the pipeline up to the sweep file's targets with the members
                                                of its fan_out stages as scheduler jobs (submitit)
@@ -185,17 +187,37 @@ def _cmd_card(args) -> int:
     except FileNotFoundError as err:
         print(f"biaslab card: {err}", file=sys.stderr)
         return 2
-    enc = measure.load_encoder(args.model, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
-                               max_seq_length=P.cards.max_seq_length)
-    card = measure.encoder_card(enc, args.model, probes)
+
+    def card_of(source: str) -> dict:
+        enc = measure.load_encoder(source, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
+                                   max_seq_length=P.cards.max_seq_length)
+        return measure.encoder_card(enc, source, probes)
+
+    card = card_of(args.model)
+    against = P.cards.base_models[0] if args.against is None else args.against
+    changes = None
+    if against.lower() != "none" and against != args.model:
+        changes = measure.compare(card, args.model, card_of(against), against).set_index("measure")
     if args.json:
-        print(json.dumps({"checkpoint": args.model, **card}, indent=2))
-    else:
-        width = max(map(len, card))
-        print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
-        for k, v in card.items():
-            how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
-            print(f"  {k:<{width}}  {v:>10.4f}  {how}")
+        out = {"checkpoint": args.model, **card}
+        if changes is not None:
+            out |= {"against": against, "changes": changes.drop(columns=["checkpoint", "reference"])
+                    .reset_index().to_dict("records")}
+        print(json.dumps(out, indent=2))
+        return 0
+    width = max(map(len, card))
+    print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
+    if changes is not None:
+        print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}; "
+              "'noise' = inside the arithmetic noise band)")
+    for k, v in card.items():
+        how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
+        line = f"  {k:<{width}}  {v:>10.4f}  {how:<16}"
+        if changes is not None and k in changes.index:
+            c = changes.loc[k]
+            line += f"  {against}: {c['reference_value']:>9.4f}  change {c['bias_change']:+.4f}"
+            line += "  noise" if c["beyond_noise"] is False else ""
+        print(line.rstrip())
     return 0
 
 
@@ -256,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     cd = sub.add_parser("card", help="a cross-paper bias card of one encoder (the cards stage's measures)")
     cd.add_argument("model", help="a registry name (e.g. minilm) or a sentence-transformers folder")
     cd.add_argument("--json", action="store_true", help="machine-readable output")
+    cd.add_argument("--against", metavar="REF", help="also measure REF (default: the first of cards.base_models; "
+                    "'none' to skip) and print each measure's change in bias against it, as the cards stage does")
     cd.set_defaults(fn=_cmd_card)
     sw = sub.add_parser("sweep", help="run a grid with its members as scheduler jobs (submitit: local, debug, slurm)")
     sw.add_argument("file", help="a sweep file, e.g. configs/sweeps/paper-scale.yaml")

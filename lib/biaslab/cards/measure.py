@@ -257,6 +257,18 @@ def bias_change(cards: pd.DataFrame, base_encoder: str) -> pd.DataFrame:
                                        "bias_change", "beyond_noise"])
 
 
+def compare(card: Mapping[str, float], name: str, reference: Mapping[str, float], reference_name: str) -> pd.DataFrame:
+    """One encoder's card against another's (``biaslab card MODEL --against REF``): :func:`bias_change` of the pair,
+    read as the cards stage reads every encoder against its base — the change in bias per measure, and for BBQ SPD /
+    EOD whether the two noise bands are disjoint (``beyond_noise``)."""
+    if name == reference_name:
+        raise ValueError(f"{name!r} is compared with itself; name another encoder to compare against")
+    ref_row = f"base/{reference_name}"
+    pair = pd.DataFrame([{"checkpoint": ref_row, "paper": "base", "kind": "encoder", **reference},
+                         {"checkpoint": name, "paper": "", "kind": "encoder", **card}])
+    return bias_change(pair, reference_name).drop(columns=["paper"])
+
+
 def _bias_range(lo: float, hi: float, how: str) -> tuple[float, float]:
     """A band of values as a band of bias: of |value| for ``abs`` measures (0 when the band spans 0)."""
     if how != "abs":
