@@ -167,3 +167,20 @@ def test_bf16_encoders_autocast_every_pass_into_their_own_store_and_restore_both
         assert os.environ["BIASLAB_CACHE_DIR"] == str(tmp_path)
         Encoder._encode(None, [], False)
     assert seen == [True] and Encoder._encode is original and os.environ["BIASLAB_CACHE_DIR"] == "fp32-store"
+
+
+spec_b = importlib.util.spec_from_file_location("bench_batching", REPO / "benchmarks" / "bench_batching.py")
+batching = importlib.util.module_from_spec(spec_b)
+spec_b.loader.exec_module(batching)
+
+
+def test_the_batching_benchmark_names_the_texts_whose_vector_changed_and_by_how_much():
+    import numpy as np
+
+    ref = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]], np.float32)
+    other = ref.copy()
+    other[1, 0] += np.float32(1e-7)
+    assert batching.differing(ref, other, np.array([12, 9, 9])) == {
+        "texts": 1, "max_abs_diff": pytest.approx(float(np.float32(0.5 + 1e-7) - np.float32(0.5))), "token_counts": [9]}
+    assert batching.differing(ref, ref.copy(), np.array([12, 9, 9])) == {"texts": 0, "max_abs_diff": 0.0,
+                                                                         "token_counts": []}

@@ -73,6 +73,19 @@ def test_a_vector_does_not_depend_on_the_texts_beside_it(minilm):
     np.testing.assert_allclose(bare[1], alone[0], atol=1e-6)  # the same model, up to the padding's rounding
 
 
+@pytest.mark.xfail(strict=True, reason="known, not fixed yet: a short text encoded in a batch of one gets another "
+                   "vector (up to 3e-7) than beside texts of its own token count — the matrix products pick another "
+                   "kernel for a few rows (benchmarks/bench_batching.py; README, Benchmarks)")
+def test_a_short_text_alone_gets_the_vector_it_gets_beside_texts_of_its_own_length(minilm):
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
+    pool = [f"The {w} was kind." for w in ("nurse", "doctor", "teacher", "farmer", "pilot", "baker", "judge", "cook",
+                                          "chef", "clerk", "guard", "miner", "poet", "tailor", "singer", "driver")]
+    lengths = enc._token_lengths(pool)
+    same = [t for t, n in zip(pool, lengths, strict=True) if n == lengths[0]]
+    assert len(same) >= 8  # one length group: no padding either way
+    np.testing.assert_array_equal(enc.encode(same[:1])[0], enc.encode(same)[0])
+
+
 def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     texts = ["A cat.", "The nurse was kind to everyone.", "Hi", "The engineer fixed the long bridge in winter."]

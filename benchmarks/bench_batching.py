@@ -1,0 +1,112 @@
+"""Encoding batch size on this CPU: how fast, and does a text's vector depend on the batch it is encoded in?
+
+    python benchmarks/bench_batching.py [--texts 2000] [--passages 400] [--sizes 1 2 4 16 32 64] [--rounds 2]
+
+``biaslab.embed.Encoder`` encodes the texts missing from the embedding store in batches of equal token count, at
+most ``common.batch_size`` texts each, so no text is padded. Two questions about that batch size, measured with the
+library's own Encoder (store off) on the project's MiniLM at ``cards.max_seq_length``:
+
+* **speed** — texts per second at each batch size (median of ``--rounds`` interleaved rounds), on short real
+  sentences (SEAT, SBIC, IndiBias) and on GenderBias-QA passages (most cut at the truncation length: what the
+  costliest stages embed). The matrix products' speed depends on the rows they multiply (batch × tokens).
+* **bytes** — per batch size, how many texts get a vector that differs in any bit from the one they get at
+  ``common.batch_size``, the largest difference and the token counts of those texts. The store keeps the first
+  vector a text gets, so a vector that depends on its batch makes a stage's bytes depend on what was already
+  stored.
+
+Writes ``benchmarks/results/batching.json``. Run it on an otherwise idle machine (≈ 5 min here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_foundation import real_texts  # noqa: E402
+
+
+def differing(reference: np.ndarray, vectors: np.ndarray, lengths: np.ndarray) -> dict:
+    """Texts whose vector differs in any bit from the reference's: how many, the largest absolute difference of any
+    component, and their token counts (sorted, distinct)."""
+    bad = np.flatnonzero(~np.all(reference == vectors, axis=1))
+    return {"texts": int(len(bad)), "max_abs_diff": float(np.abs(reference - vectors).max()) if len(bad) else 0.0,
+            "token_counts": sorted({int(n) for n in lengths[bad]})}
+
+
+def measure_set(model, texts: list[str], sizes: list[int], reference_size: int, rounds: int) -> dict:
+    from biaslab.embed import Encoder
+
+    encoders = {bs: Encoder(model, device="cpu", batch_size=bs, cache=False) for bs in sorted({*sizes, reference_size})}
+    lengths = encoders[reference_size]._token_lengths(texts)
+    encoders[reference_size].encode(texts[:64])  # warm-up (thread pools, allocator)
+    seconds: dict[int, list[float]] = {bs: [] for bs in encoders}
+    vectors: dict[int, np.ndarray] = {}
+    for _ in range(rounds):  # interleaved: every size sees the same machine state
+        for bs, enc in encoders.items():
+            t = time.perf_counter()
+            vectors[bs] = enc.encode(texts)
+            seconds[bs].append(time.perf_counter() - t)
+    out = {"texts": len(texts), "mean_tokens": round(float(lengths.mean()), 1), "reference_batch_size": reference_size,
+           "by_batch_size": {}}
+    for bs in encoders:
+        s = float(np.median(seconds[bs]))
+        out["by_batch_size"][str(bs)] = {"texts_per_s": round(len(texts) / s, 1), "seconds": [round(x, 2) for x in seconds[bs]],
+                                         "differs_from_reference": differing(vectors[reference_size], vectors[bs], lengths)}
+        print(f"  batch {bs:>4}: {len(texts) / s:8.1f} texts/s; differ from batch {reference_size}: "
+              f"{out['by_batch_size'][str(bs)]['differs_from_reference']}", flush=True)
+    best = max(encoders, key=lambda bs: out["by_batch_size"][str(bs)]["texts_per_s"])
+    out["fastest_batch_size"] = best
+    out["fastest_over_reference"] = round(out["by_batch_size"][str(best)]["texts_per_s"]
+                                          / out["by_batch_size"][str(reference_size)]["texts_per_s"], 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    ap.add_argument("--texts", type=int, default=2000, help="short real sentences")
+    ap.add_argument("--passages", type=int, default=400, help="GenderBias-QA passages (0 = skip)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 16, 32, 64])
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    import pandas as pd
+    import torch
+
+    from biaslab import models
+    from biaslab.config import load_params
+
+    params = load_params(ROOT / "params.yaml", sections=["common", "models", "cards"])
+    model = models.load_sentence_transformer(models.preflight(["minilm"], params.models)["minilm"], "cpu")
+    model.max_seq_length = params.cards.max_seq_length
+    out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
+                             "threads": torch.get_num_threads()},
+                 "max_seq_length": params.cards.max_seq_length, "sets": {}}
+    sets = {"sentences": real_texts(args.texts)}
+    corpus = ROOT / "data/processed/ragcontrol/tasks/GenderBias-QA/corpus.parquet"
+    if args.passages and corpus.is_file():
+        sets["passages"] = list(dict.fromkeys(pd.read_parquet(corpus)["text"].astype(str)))[:args.passages]
+    elif args.passages:
+        out["sets"]["passages"] = {"unavailable": f"{corpus.relative_to(ROOT)} not found: run `dvc repro "
+                                                  "ragcontrol_data@GenderBias-QA` first"}
+    for name, texts in sets.items():
+        print(f"== {name}: {len(texts)} texts")
+        out["sets"][name] = measure_set(model, texts, args.sizes, params.common.batch_size, args.rounds)
+
+    from biaslab.io import write_json
+
+    path = write_json(ROOT / "benchmarks/results/batching.json", out)  # atomic; keys sorted like every results file
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
