@@ -184,3 +184,23 @@ def test_the_batching_benchmark_names_the_texts_whose_vector_changed_and_by_how_
         "texts": 1, "max_abs_diff": pytest.approx(float(np.float32(0.5 + 1e-7) - np.float32(0.5))), "token_counts": [9]}
     assert batching.differing(ref, ref.copy(), np.array([12, 9, 9])) == {"texts": 0, "max_abs_diff": 0.0,
                                                                          "token_counts": []}
+
+
+def test_the_batching_benchmark_switches_the_filling_and_the_token_cap_off_and_back(minilm):
+    from biaslab.embed import Encoder
+
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
+    long = [f"passage {i} " + "word " * 200 for i in range(40)]  # one token count, over 100
+
+    def sizes(texts):
+        return [(len(idx), len(run)) for idx, run in enc._batches(texts, False, "")]
+
+    capped = sizes(long)
+    length = int(enc._token_lengths(long[:1])[0])
+    assert len(capped) > 1 and max(n for n, _ in capped) * length <= 4096  # the library caps a batch's tokens
+    with batching.uncapped():
+        assert sizes(long) == [(40, 40)]
+    assert sizes(["Hi."]) == [(1, 4)]  # 4 tokens with [CLS] and [SEP]: filled to 16 rows
+    with batching.unfilled():
+        assert sizes(["Hi."]) == [(1, 1)]
+    assert sizes(["Hi."]) == [(1, 4)] and sizes(long) == capped  # restored

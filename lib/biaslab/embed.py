@@ -5,14 +5,16 @@ that change its output (module configuration, max sequence length, normalisation
 checkpoint never reuses its base model's vectors, while a rerun with the same model costs nothing. Vectors
 live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
 encoding, and misses are encoded in batches of texts with the *same* token count (:func:`length_batches`):
-no text is ever padded, so a text's vector does not depend on which other texts were missing from the store
-when it was encoded — except that a short text (about 11 tokens or fewer) in a batch of one or two texts gets a
-vector up to 3e-7 away from the one it gets in a larger batch: the matrix products take another kernel for a few
-rows (measured: ``benchmarks/bench_batching.py``; not fixed yet, an expected-failure test records it). (Padding changes the floating-point summation order: a padded text's vector differed from
+no text is ever padded, and a batch of fewer than ``MIN_ROWS`` token rows is filled with copies of its own texts
+(:func:`filled`), so a text's vector does not depend on which other texts were missing from the store when it was
+encoded. (The matrix products take another kernel for fewer than 12 rows that are not a multiple of 4: a short text
+encoded alone got a vector up to 2.9e-7 away from its vector in a larger batch — ``benchmarks/bench_batching.py``,
+measured before the filling. Padding changes the floating-point summation order: a padded text's vector differed from
 its unpadded one by up to 1.1e-7, measured, and the store keeps the first vector it gets — so stages used to
 write other bytes on a cold store than on a warm one.) Equal-length batches are also faster than sorted padded
-ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s; measured). The fingerprint includes this scheme
-(``ENCODING``), so vectors stored under the old one are not reused.
+ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s; measured), and a batch holds at most ``MAX_BATCH_TOKENS``
+tokens (long texts: 32 a batch, a few per cent faster than 64 here, the same bytes). The fingerprint includes the
+unpadded scheme (``ENCODING``), so vectors stored under the padded one are not reused.
 
 With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
 one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
@@ -32,18 +34,45 @@ from .paths import cache_dir
 from .usage import record_usage
 
 ENCODING = "unpadded-length-batches"  # how vectors are computed; part of the fingerprint (module doc)
+# A batch's matrix products see batch x tokens rows; below 12 rows (except 4 and 8) this CPU's BLAS takes another
+# kernel and a row's result changes in the last bits (module doc). Batches are filled up to this many rows.
+MIN_ROWS = 16
+MAX_BATCH_TOKENS = 4096  # at most this many tokens (rows) a batch: long texts 32 a batch (benchmarks/bench_batching.py)
 
 
-def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
-    """Indices grouped into batches of equal token count, at most ``batch_size`` each, longest first and in
-    input order within a length (deterministic): a batch never pads (module doc)."""
+def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
+    """Indices grouped into batches of equal token count, at most ``batch_size`` each (and at most ``max_tokens``
+    tokens, never fewer than one text), longest first and in input order within a length (deterministic): a batch
+    never pads (module doc)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.lexsort((np.arange(len(lengths)), -lengths))
     cuts = np.flatnonzero(np.diff(lengths[order])) + 1
-    return [chunk for group in np.split(order, cuts) if len(group)
-            for chunk in np.array_split(group, -(-len(group) // batch_size))]
+    out = []
+    for group in np.split(order, cuts):
+        if not len(group):
+            continue
+        size = batch_size if max_tokens is None else max(1, min(batch_size, max_tokens // max(int(lengths[group[0]]), 1)))
+        out += np.array_split(group, -(-len(group) // size))
+    return out
+
+
+def filled(idx: np.ndarray, length: int, min_rows: int = MIN_ROWS) -> np.ndarray:
+    """``idx`` (a batch of texts of ``length`` tokens each) repeated until the batch holds at least ``min_rows``
+    token rows; its first ``len(idx)`` entries are ``idx``. Encode the filled batch, keep the first ``len(idx)``
+    results: a text's vector is then the one any batch of enough rows gives it (module doc)."""
+    need = -(-min_rows // max(int(length), 1))
+    return idx if len(idx) >= need else np.resize(idx, need)
+
+
+def token_lengths(model, texts: Sequence[str], chunk: int = 4096) -> np.ndarray:
+    """Token count of each text after truncation, as a sentence-transformers model's own preprocessing gives it —
+    ``chunk`` texts at a time, so memory holds one chunk's padded ids, not every text's (3 KB a text at 128
+    tokens)."""
+    texts = list(texts)
+    return np.concatenate([np.asarray(model.preprocess(texts[s:s + chunk])["attention_mask"].sum(1))
+                           for s in range(0, len(texts), chunk)] or [np.zeros(0, np.int64)])
 
 
 def fingerprint(model, *, normalize: bool = True) -> str:
@@ -123,22 +152,23 @@ class Encoder:
         return int(self.model.get_embedding_dimension())
 
     def _token_lengths(self, texts: list[str], chunk: int = 4096) -> np.ndarray:
-        """Token count of each text after truncation, as the model's own preprocessing gives it — ``chunk`` texts
-        at a time, so memory holds one chunk's padded ids, not every text's (3 KB a text at 128 tokens)."""
-        return np.concatenate([np.asarray(self.model.preprocess(texts[s:s + chunk])["attention_mask"].sum(1))
-                               for s in range(0, len(texts), chunk)] or [np.zeros(0, np.int64)])
+        return token_lengths(self.model, texts, chunk)
 
     def _batches(self, texts: list[str], show_progress: bool | None, desc: str):
+        """(batch, filled batch) pairs: equal token counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS``
+        tokens, each filled to ``MIN_ROWS`` rows (module doc)."""
         from .runtime import progress
 
-        batches = length_batches(self._token_lengths(texts), self.batch_size)
-        return progress(batches, desc=desc, unit="batch", disable=not show_progress or len(batches) <= 1)
+        lengths = self._token_lengths(texts)
+        batches = length_batches(lengths, self.batch_size, MAX_BATCH_TOKENS)
+        for idx in progress(batches, desc=desc, unit="batch", disable=not show_progress or len(batches) <= 1):
+            yield idx, filled(idx, lengths[idx[0]])
 
     def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
-        for idx in self._batches(texts, show_progress, "encode"):
-            out[idx] = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_numpy=True,
-                                         normalize_embeddings=self.normalize, show_progress_bar=False)
+        for idx, run in self._batches(texts, show_progress, "encode"):
+            out[idx] = self.model.encode([texts[i] for i in run], batch_size=len(run), convert_to_numpy=True,
+                                         normalize_embeddings=self.normalize, show_progress_bar=False)[: len(idx)]
         return out
 
     def encode(self, texts: Sequence[str], *, show_progress: bool | None = None) -> np.ndarray:
@@ -174,13 +204,13 @@ class Encoder:
         was_training = net.training
         net.eval()
         with torch.inference_mode():
-            for idx in self._batches(texts, False, "encode layers"):  # equal lengths: no padding (module doc)
-                enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.model.max_seq_length,
+            for idx, run in self._batches(texts, False, "encode layers"):  # equal lengths: no padding (module doc)
+                enc = tok([texts[i] for i in run], padding=True, truncation=True, max_length=self.model.max_seq_length,
                           return_tensors="pt").to(device)
                 hidden = torch.stack(net(**enc, output_hidden_states=True).hidden_states, 1)  # [b, L+1, t, d]
                 mask = enc["attention_mask"][:, None, :, None].to(hidden.dtype)
                 pooled = (hidden * mask).sum(2) / mask.sum(2).clamp(min=1.0)
-                out[idx] = pooled.float().cpu().numpy()
+                out[idx] = pooled[: len(idx)].float().cpu().numpy()
         net.train(was_training)
         return out
 

@@ -15,8 +15,10 @@ Three users, one mechanism (and one store, :class:`StateBank`: per text its stat
   ranker of every seed trains and scores with its top layers only (``biaslab.fairrank.train``).
 
 The top layers are the model's own ``nn.Module`` layers called with the attention mask transformers builds for
-them (``create_bidirectional_mask``), so the result equals the full forward pass up to floating-point summation
-order (tested: ``tests/test_frozen.py``).
+them (``create_bidirectional_mask``). :class:`FrozenBottom` batches as :class:`biaslab.embed.Encoder` does (equal
+token counts, no padding, at least ``embed.MIN_ROWS`` rows), so its embeddings equal the full forward pass's bit
+for bit (tested: ``tests/test_frozen.py``); the training users' padded batches equal it up to floating-point
+summation order.
 """
 
 from __future__ import annotations
@@ -48,11 +50,13 @@ def encoder_stack(hf_model):
 
 
 def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequence[str], *, n_frozen: int,
-                  batch_size: int, desc: str | None = None, lengths: Sequence[int] | None = None) -> list[np.ndarray]:
+                  batch_size: int, desc: str | None = None, lengths: Sequence[int] | None = None,
+                  batches: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
     """Per text, the float32 [real tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
     ``hf_model`` (eval mode, no gradient). ``tokenize(list_of_texts)`` returns the model's input tensors (ids,
     attention mask, token types; other entries are ignored) padded for one batch. Texts are batched longest first
-    (by ``lengths`` when given — e.g. when ``texts`` are keys that ``tokenize`` maps to query–passage pairs)."""
+    (by ``lengths`` when given — e.g. when ``texts`` are keys that ``tokenize`` maps to query–passage pairs), or as
+    ``batches`` says (index arrays; an index may repeat — :func:`biaslab.embed.filled` —, its states are the same)."""
     import torch
 
     from .runtime import progress
@@ -61,13 +65,13 @@ def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequen
     device = next(hf_model.parameters()).device
     was_training = hf_model.training
     hf_model.eval()
-    sizes = [len(t) for t in texts] if lengths is None else list(lengths)
-    order = np.argsort([-n for n in sizes], kind="stable")  # similar lengths share a batch
+    if batches is None:
+        sizes = [len(t) for t in texts] if lengths is None else list(lengths)
+        order = np.argsort([-n for n in sizes], kind="stable")  # similar lengths share a batch
+        batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
     out: list[np.ndarray | None] = [None] * len(texts)
-    batches = range(0, len(order), batch_size)
     with torch.inference_mode():
-        for s in progress(batches, desc=desc or f"frozen layers 1-{n_frozen}", disable=len(batches) <= 1):
-            idx = order[s:s + batch_size]
+        for idx in progress(batches, desc=desc or f"frozen layers 1-{n_frozen}", disable=len(batches) <= 1):
             enc = {k: v.to(device) for k, v in tokenize([texts[i] for i in idx]).items() if torch.is_tensor(v)}
             x = embeddings(input_ids=enc["input_ids"], token_type_ids=enc.get("token_type_ids"))
             x = run_layers(layers[:n_frozen], hf_model.config, x, enc["attention_mask"]).float().cpu().numpy()
@@ -126,11 +130,19 @@ class FrozenBottom:
             torch.equal(mine[k].to("cpu"), self._reference[k].to("cpu")) for k in mine)
 
     def states(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """The bottom's states of ``texts`` (computed for the ones not seen yet)."""
+        """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
+        filled to ``embed.MIN_ROWS`` rows, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
+        the embeddings built on them are the full forward pass's, bit for bit."""
+        from .embed import MAX_BATCH_TOKENS, filled, length_batches, token_lengths
+
         missing = [t for t in dict.fromkeys(texts) if t not in self._states]
         if missing:
+            lengths = token_lengths(self.base, missing)
+            batches = [filled(idx, lengths[idx[0]])
+                       for idx in length_batches(lengths, self.batch_size, MAX_BATCH_TOKENS)]
             computed = bottom_states(self._hf(self.base), self.base.preprocess, missing, n_frozen=self.n_frozen,
-                                     batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}")
+                                     batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
+                                     batches=batches)
             self._states.update(zip(missing, computed, strict=True))
         return [self._states[t] for t in texts]
 
@@ -139,7 +151,7 @@ class FrozenBottom:
         on the shared states, then its own pooling / normalisation modules."""
         import torch
 
-        from .embed import length_batches
+        from .embed import MAX_BATCH_TOKENS, filled, length_batches
         from .runtime import progress
 
         if not self.shares(st_model):
@@ -149,20 +161,22 @@ class FrozenBottom:
         _, layers = encoder_stack(hf)
         device = next(hf.parameters()).device
         states = self.states(texts)
-        # equal token counts per batch: the top layers never pad, as biaslab.embed.Encoder (its module doc)
-        batches = length_batches([len(s) for s in states], self.batch_size)
+        # equal token counts per batch, filled to MIN_ROWS rows: the top layers never pad, as biaslab.embed.Encoder
+        lengths = [len(s) for s in states]
+        batches = length_batches(lengths, self.batch_size, MAX_BATCH_TOKENS)
         out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
         was_training = st_model.training
         st_model.eval()
         with torch.inference_mode():
             for idx in progress(batches, desc=f"top layers {self.n_frozen + 1}-{len(layers)}", disable=len(batches) <= 1):
-                x, mask = pad_states([states[i] for i in idx])
+                run = filled(idx, lengths[idx[0]])
+                x, mask = pad_states([states[i] for i in run])
                 x, mask = x.to(device), mask.to(device)
                 features = {"token_embeddings": run_layers(layers[self.n_frozen:], hf.config, x, mask),
                             "attention_mask": mask}
                 for module in list(st_model)[1:]:
                     features = module(features)
-                emb = features["sentence_embedding"]
+                emb = features["sentence_embedding"][: len(idx)]
                 if normalize:
                     emb = torch.nn.functional.normalize(emb, p=2, dim=1)
                 out[idx] = emb.float().cpu().numpy()
