@@ -48,7 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_foundation import real_texts  # noqa: E402
+from bench_foundation import text_sets  # noqa: E402
 
 
 def timed_encode(model, texts: list[str], batch_size: int, rounds: int) -> tuple[np.ndarray, float]:
@@ -162,16 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                              "torch": torch.__version__, "threads": torch.get_num_threads(),
                              "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                              "cpu_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())},
-                 "max_seq_length": args.max_seq_length, "sets": {}}
-    sets = {"sentences": real_texts(args.texts)}
-    corpus = ROOT / "data/processed/ragcontrol/tasks/GenderBias-QA/corpus.parquet"
-    if args.passages and corpus.is_file():
-        import pandas as pd
-
-        sets["passages"] = list(dict.fromkeys(pd.read_parquet(corpus)["text"].astype(str)))[:args.passages]
-    elif args.passages:
-        out["sets"]["passages"] = {"unavailable": f"{corpus.relative_to(ROOT)} not found: run `dvc repro "
-                                                  "ragcontrol_data@GenderBias-QA` first"}
+                 "max_seq_length": args.max_seq_length}
+    sets, out["sets"] = text_sets(args.texts, args.passages)
     for name, texts in sets.items():
         print(f"== {name}: {len(texts)} texts")
         queries = min(args.queries, len(texts) // 2)

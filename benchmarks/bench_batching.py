@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_foundation import real_texts  # noqa: E402
+from bench_foundation import text_sets  # noqa: E402
 
 
 def differing(reference: np.ndarray, vectors: np.ndarray, lengths: np.ndarray) -> dict:
@@ -64,12 +64,13 @@ def measure_set(model, texts: list[str], sizes: list[int], reference_size: int, 
     lengths = ref_enc._token_lengths(texts)
     ref_enc.encode(texts[:64])  # warm-up (thread pools, allocator)
     seconds: dict[int, list[float]] = {bs: [] for bs in encoders}
+    filled_v: dict[int, np.ndarray] = {}  # the library's (filled) vectors at each size, uncapped: the timed runs'
     library_s: list[float] = []
     for _ in range(rounds):  # interleaved: every setting sees the same machine state
         with uncapped():
             for bs, enc in encoders.items():
                 t = time.perf_counter()
-                enc.encode(texts)
+                filled_v[bs] = enc.encode(texts)
                 seconds[bs].append(time.perf_counter() - t)
         t = time.perf_counter()
         reference = ref_enc.encode(texts)
@@ -78,23 +79,18 @@ def measure_set(model, texts: list[str], sizes: list[int], reference_size: int, 
            "library_default": {"texts_per_s": round(len(texts) / float(np.median(library_s)), 1),
                                "seconds": [round(x, 2) for x in library_s]},
            "by_batch_size": {}}
-    with uncapped():
-        unfilled_reference = None
-        with unfilled():
-            unfilled_reference = ref_enc.encode(texts)
-        for bs, enc in encoders.items():
-            filled_v = enc.encode(texts)
-            with unfilled():
-                unfilled_v = enc.encode(texts)
-            s = float(np.median(seconds[bs]))
-            out["by_batch_size"][str(bs)] = {
-                "texts_per_s": round(len(texts) / s, 1), "seconds": [round(x, 2) for x in seconds[bs]],
-                "filled_differs_from_reference": differing(reference, filled_v, lengths),
-                "unfilled_differs_from_reference": differing(unfilled_reference, unfilled_v, lengths)}
-            r = out["by_batch_size"][str(bs)]
-            print(f"  batch {bs:>4}: {r['texts_per_s']:8.1f} texts/s; vectors differing from batch {reference_size}: "
-                  f"filled {r['filled_differs_from_reference']['texts']}, unfilled "
-                  f"{r['unfilled_differs_from_reference']}", flush=True)
+    with uncapped(), unfilled():
+        unfilled_v = {bs: enc.encode(texts) for bs, enc in encoders.items()}
+    for bs in encoders:
+        s = float(np.median(seconds[bs]))
+        out["by_batch_size"][str(bs)] = {
+            "texts_per_s": round(len(texts) / s, 1), "seconds": [round(x, 2) for x in seconds[bs]],
+            "filled_differs_from_reference": differing(reference, filled_v[bs], lengths),
+            "unfilled_differs_from_reference": differing(unfilled_v[reference_size], unfilled_v[bs], lengths)}
+        r = out["by_batch_size"][str(bs)]
+        print(f"  batch {bs:>4}: {r['texts_per_s']:8.1f} texts/s; vectors differing from batch {reference_size}: "
+              f"filled {r['filled_differs_from_reference']['texts']}, unfilled "
+              f"{r['unfilled_differs_from_reference']}", flush=True)
     print(f"  library default (batch {reference_size}, token cap): {out['library_default']['texts_per_s']} texts/s")
     best = max(encoders, key=lambda bs: out["by_batch_size"][str(bs)]["texts_per_s"])
     out["fastest_batch_size"] = best
@@ -113,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args(argv)
 
-    import pandas as pd
     import torch
 
     from biaslab import embed, models
@@ -125,14 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
                              "threads": torch.get_num_threads()},
                  "max_seq_length": params.cards.max_seq_length, "min_rows": embed.MIN_ROWS,
-                 "max_batch_tokens": embed.MAX_BATCH_TOKENS, "sets": {}}
-    sets = {"sentences": real_texts(args.texts)}
-    corpus = ROOT / "data/processed/ragcontrol/tasks/GenderBias-QA/corpus.parquet"
-    if args.passages and corpus.is_file():
-        sets["passages"] = list(dict.fromkeys(pd.read_parquet(corpus)["text"].astype(str)))[:args.passages]
-    elif args.passages:
-        out["sets"]["passages"] = {"unavailable": f"{corpus.relative_to(ROOT)} not found: run `dvc repro "
-                                                  "ragcontrol_data@GenderBias-QA` first"}
+                 "max_batch_tokens": embed.MAX_BATCH_TOKENS}
+    sets, out["sets"] = text_sets(args.texts, args.passages)
     for name, texts in sets.items():
         print(f"== {name}: {len(texts)} texts")
         out["sets"][name] = measure_set(model, texts, args.sizes, params.common.batch_size, args.rounds)

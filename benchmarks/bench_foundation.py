@@ -45,6 +45,22 @@ def real_texts(n: int) -> list[str]:
     return texts[:n]
 
 
+def text_sets(n_texts: int, n_passages: int) -> tuple[dict[str, list[str]], dict[str, dict]]:
+    """The encoding benchmarks' two sets of texts — ``sentences`` (:func:`real_texts`) and ``passages`` (the first
+    ``n_passages`` distinct GenderBias-QA passages of ``ragcontrol_data``'s corpus, what the costliest stages embed;
+    0 = skip) — and the sets that are unavailable, each with the reason."""
+    sets, unavailable = {"sentences": real_texts(n_texts)}, {}
+    corpus = ROOT / "data/processed/ragcontrol/tasks/GenderBias-QA/corpus.parquet"
+    if n_passages and corpus.is_file():
+        import pandas as pd
+
+        sets["passages"] = list(dict.fromkeys(pd.read_parquet(corpus)["text"].astype(str)))[:n_passages]
+    elif n_passages:
+        unavailable["passages"] = {"unavailable": f"{corpus.relative_to(ROOT)} not found: run `dvc repro "
+                                                  "ragcontrol_data@GenderBias-QA` first"}
+    return sets, unavailable
+
+
 def bench_encoding(n: int, batch_size: int = 64, rounds: int = 3) -> dict:
     from biaslab import models
     from biaslab.config import load_params
