@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from biaslab.embed import EmbeddingCache, Encoder, filled, fingerprint, length_batches
+from biaslab.embed import MIN_ROWS, EmbeddingCache, Encoder, batch_plan, filled, fingerprint, length_batches
 from biaslab.index import DenseIndex
 from biaslab.usage import STATS_ENV, usage_summary
 
@@ -101,6 +101,16 @@ def test_a_batch_is_filled_to_the_minimum_rows_with_its_own_texts_and_capped_in_
     assert length_batches([5000], 64, max_tokens=4096)[0].tolist() == [0]  # never fewer than one text
 
 
+def test_the_batch_plan_is_equal_length_capped_batches_each_with_its_filled_run():
+    lengths = [3, 128, 3, 128, 128, 7]
+    plan = batch_plan(lengths, 2)
+    assert [b.tolist() for b, _ in plan] == [[1, 3], [4], [5], [0, 2]]  # longest first, input order within a length
+    assert [r.tolist() for _, r in plan] == [[1, 3], [4], [5, 5, 5], [0, 2, 0, 2, 0, 2]]  # >= MIN_ROWS = 16 rows
+    for b, r in plan:
+        assert r[: len(b)].tolist() == b.tolist() and len(r) * lengths[b[0]] >= min(MIN_ROWS, len(b) * lengths[b[0]])
+    assert batch_plan([], 4) == []
+
+
 def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     texts = ["A cat.", "The nurse was kind to everyone.", "Hi", "The engineer fixed the long bridge in winter."]
@@ -122,6 +132,7 @@ def test_fingerprint_changes_with_the_weights(minilm):
         next(other.parameters()).add_(1e-3)
     assert fingerprint(other) != fp
     assert fingerprint(minilm, normalize=False) != fp
+    assert fingerprint(minilm, scheme="another batching") != fp  # vectors computed another way are not reused
 
 
 def test_cache_store_roundtrip(tmp_path):

@@ -397,3 +397,7 @@ def test_cached_reader_scores_are_keyed_by_the_weights_and_the_scoring_scheme(tm
     monkeypatch.setattr(reader, "SCORING", reader.SCORING + " (changed)")
     _bare_scorer(net, tmp_path / "scores.sqlite")._cached("next", texts, options, compute)
     assert calls == [2, 2, 2]  # the scoring scheme changed: computed again
+    monkeypatch.setattr(reader, "SCORING", reader.SCORING.removesuffix(" (changed)"))
+    monkeypatch.setattr("biaslab.embed.ENCODING", "another embedding batching")
+    _bare_scorer(net, tmp_path / "scores.sqlite")._cached("next", texts, options, compute)
+    assert calls == [2, 2, 2]  # the embedding store's batching scheme is not the reader's: its scores still hold

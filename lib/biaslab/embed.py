@@ -14,7 +14,8 @@ its unpadded one by up to 1.1e-7, measured, and the store keeps the first vector
 write other bytes on a cold store than on a warm one.) Equal-length batches are also faster than sorted padded
 ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s; measured), and a batch holds at most ``MAX_BATCH_TOKENS``
 tokens (long texts: 32 a batch, a few per cent faster than 64 here, the same bytes). The fingerprint includes the
-unpadded scheme (``ENCODING``), so vectors stored under the padded one are not reused.
+batching scheme (``ENCODING``: equal lengths, filled to ``MIN_ROWS`` rows), so vectors stored under an earlier one
+(padded; or unfilled, before 2026-11-26) are not reused.
 
 With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
 one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
@@ -33,10 +34,12 @@ import numpy as np
 from .paths import cache_dir
 from .usage import record_usage
 
-ENCODING = "unpadded-length-batches"  # how vectors are computed; part of the fingerprint (module doc)
 # A batch's matrix products see batch x tokens rows; below 12 rows (except 4 and 8) this CPU's BLAS takes another
 # kernel and a row's result changes in the last bits (module doc). Batches are filled up to this many rows.
 MIN_ROWS = 16
+# How vectors are computed; part of the fingerprint (module doc), so a store's vectors computed another way are not
+# reused. The token cap below changes no bytes (measured) and is not part of it.
+ENCODING = f"unpadded-length-batches;filled-to-{MIN_ROWS}-rows"
 MAX_BATCH_TOKENS = 4096  # at most this many tokens (rows) a batch: long texts 32 a batch (benchmarks/bench_batching.py)
 
 
@@ -66,6 +69,15 @@ def filled(idx: np.ndarray, length: int, min_rows: int = MIN_ROWS) -> np.ndarray
     return idx if len(idx) >= need else np.resize(idx, need)
 
 
+def batch_plan(lengths: Sequence[int], batch_size: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """How the library encodes texts of these token ``lengths``: (batch, filled batch) index pairs — equal token
+    counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS`` tokens (:func:`length_batches`), each filled to
+    ``MIN_ROWS`` rows (:func:`filled`). Encode the filled batch and keep its first ``len(batch)`` results. The one
+    recipe for sentence vectors, layer states and the shared frozen bottom (:mod:`biaslab.frozen`)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return [(idx, filled(idx, lengths[idx[0]])) for idx in length_batches(lengths, batch_size, MAX_BATCH_TOKENS)]
+
+
 def token_lengths(model, texts: Sequence[str], chunk: int = 4096) -> np.ndarray:
     """Token count of each text after truncation, as a sentence-transformers model's own preprocessing gives it —
     ``chunk`` texts at a time, so memory holds one chunk's padded ids, not every text's (3 KB a text at 128
@@ -75,11 +87,14 @@ def token_lengths(model, texts: Sequence[str], chunk: int = 4096) -> np.ndarray:
                            for s in range(0, len(texts), chunk)] or [np.zeros(0, np.int64)])
 
 
-def fingerprint(model, *, normalize: bool = True) -> str:
-    """Content hash of a ``SentenceTransformer`` (weights + output-relevant settings)."""
+def fingerprint(model, *, normalize: bool = True, scheme: str | None = None) -> str:
+    """Content hash of a ``SentenceTransformer`` (weights + output-relevant settings) and of how its outputs are
+    computed: ``scheme``, the embedding store's ``ENCODING`` unless a caller that computes something else (the RAG
+    reader's option scores) names its own, so a change to the batching does not invalidate what it caches."""
     h = hashlib.sha256()
     h.update(repr(model).encode())  # module stack with pooling and normalisation settings
-    h.update(f"max_seq_length={getattr(model, 'max_seq_length', None)};normalize={normalize};{ENCODING}".encode())
+    scheme = ENCODING if scheme is None else scheme
+    h.update(f"max_seq_length={getattr(model, 'max_seq_length', None)};normalize={normalize};{scheme}".encode())
     for key, tensor in sorted(model.state_dict().items()):
         h.update(key.encode())
         h.update(str(tuple(tensor.shape)).encode())
@@ -159,10 +174,8 @@ class Encoder:
         tokens, each filled to ``MIN_ROWS`` rows (module doc)."""
         from .runtime import progress
 
-        lengths = self._token_lengths(texts)
-        batches = length_batches(lengths, self.batch_size, MAX_BATCH_TOKENS)
-        for idx in progress(batches, desc=desc, unit="batch", disable=not show_progress or len(batches) <= 1):
-            yield idx, filled(idx, lengths[idx[0]])
+        plan = batch_plan(self._token_lengths(texts), self.batch_size)
+        yield from progress(plan, desc=desc, unit="batch", disable=not show_progress or len(plan) <= 1)
 
     def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)

@@ -133,13 +133,11 @@ class FrozenBottom:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
         filled to ``embed.MIN_ROWS`` rows, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
         the embeddings built on them are the full forward pass's, bit for bit."""
-        from .embed import MAX_BATCH_TOKENS, filled, length_batches, token_lengths
+        from .embed import batch_plan, token_lengths
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._states]
         if missing:
-            lengths = token_lengths(self.base, missing)
-            batches = [filled(idx, lengths[idx[0]])
-                       for idx in length_batches(lengths, self.batch_size, MAX_BATCH_TOKENS)]
+            batches = [run for _, run in batch_plan(token_lengths(self.base, missing), self.batch_size)]
             computed = bottom_states(self._hf(self.base), self.base.preprocess, missing, n_frozen=self.n_frozen,
                                      batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
                                      batches=batches)
@@ -151,7 +149,7 @@ class FrozenBottom:
         on the shared states, then its own pooling / normalisation modules."""
         import torch
 
-        from .embed import MAX_BATCH_TOKENS, filled, length_batches
+        from .embed import batch_plan
         from .runtime import progress
 
         if not self.shares(st_model):
@@ -162,14 +160,12 @@ class FrozenBottom:
         device = next(hf.parameters()).device
         states = self.states(texts)
         # equal token counts per batch, filled to MIN_ROWS rows: the top layers never pad, as biaslab.embed.Encoder
-        lengths = [len(s) for s in states]
-        batches = length_batches(lengths, self.batch_size, MAX_BATCH_TOKENS)
+        plan = batch_plan([len(s) for s in states], self.batch_size)
         out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
         was_training = st_model.training
         st_model.eval()
         with torch.inference_mode():
-            for idx in progress(batches, desc=f"top layers {self.n_frozen + 1}-{len(layers)}", disable=len(batches) <= 1):
-                run = filled(idx, lengths[idx[0]])
+            for idx, run in progress(plan, desc=f"top layers {self.n_frozen + 1}-{len(layers)}", disable=len(plan) <= 1):
                 x, mask = pad_states([states[i] for i in run])
                 x, mask = x.to(device), mask.to(device)
                 features = {"token_embeddings": run_layers(layers[self.n_frozen:], hf.config, x, mask),

@@ -81,11 +81,9 @@ class OptionScorer:
         (:data:`SCORING`) and a content hash of the loaded weights — never the name alone, which stays the same
         when the weights or the code change."""
         if self._cache_id is None:
-            import hashlib
-
             from ..embed import fingerprint
 
-            digest = hashlib.sha256(f"{SCORING};{fingerprint(self.net)}".encode()).hexdigest()[:32]
+            digest = fingerprint(self.net, scheme=SCORING)[:32]
             self._cache_id = f"{self.model}@{digest}"
         return self._cache_id
 

@@ -70,7 +70,8 @@ def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Map
         # what each row's question reads off each context, as a [rows, contexts] table built once (every round
         # indexes it instead of calling extrinsic.predicted_roles again), and each row's own context
         roles = np.stack([extrinsic.predicted_roles(g, np.full(len(g), j), ctx) for j in range(len(ctx))], axis=1)
-        own = np.array([ctx.index(c) for c in g["context"]])
+        at_ctx = {c: j for j, c in enumerate(ctx)}
+        own = np.array([at_ctx[c] for c in g["context"]])
         cats.append((cat, g, ctx, s, roles, own))
     stability = []
     for name, card in card_of.items():
