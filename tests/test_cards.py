@@ -11,6 +11,8 @@ import pytest
 from biaslab.cards import measure
 from biaslab.ragfair import perturb
 
+BOOT = {"rounds": 200, "confidence": 0.95, "seed": 0}  # common.uncertainty / common.seed of the tests
+
 
 def _cards() -> pd.DataFrame:
     rows = [
@@ -30,7 +32,7 @@ def _cards() -> pd.DataFrame:
 
 
 def test_bias_change_reads_each_measure_in_its_own_direction_against_the_rows_reference():
-    ch = measure.bias_change(_cards(), "minilm").set_index(["checkpoint", "measure"])["bias_change"]
+    ch = measure.bias_change(_cards(), "minilm", None, **BOOT).set_index(["checkpoint", "measure"])["bias_change"]
     assert ch[("ragfair/lora", "spd")] == pytest.approx(0.05 - 0.10)  # |0.05| < |-0.10|: less biased
     assert ch[("intersect/x", "spd")] == pytest.approx(0.10)  # |-0.20| > |-0.10|: more biased
     assert ch[("ragfair/lora", "seat_fairness")] == pytest.approx(-0.1)  # higher fairness score = less biased
@@ -44,7 +46,7 @@ def test_bias_change_reads_each_measure_in_its_own_direction_against_the_rows_re
 
 
 def test_moved_lists_only_reductions_largest_first_and_the_heatmap_scales_each_column():
-    ch = measure.bias_change(_cards(), "minilm")
+    ch = measure.bias_change(_cards(), "minilm", None, **BOOT)
     top = measure.moved(ch, 1)
     assert (top["bias_change"] < 0).all()
     assert top.set_index("measure")["checkpoint"].to_dict() == {
@@ -60,22 +62,22 @@ def test_a_change_inside_both_noise_bands_is_not_a_movement():
     bands = {"base/minilm": (-0.13, -0.07), "ragfair/lora": (0.02, 0.06), "intersect/x": (-0.25, -0.15)}
     for name, (lo, hi) in bands.items():
         cards.loc[cards.checkpoint == name, ["spd_min", "spd_max"]] = [lo, hi]
-    ch = measure.bias_change(cards, "minilm").set_index(["checkpoint", "measure"])
+    ch = measure.bias_change(cards, "minilm", None, **BOOT).set_index(["checkpoint", "measure"])
     assert ch.at[("ragfair/lora", "spd"), "beyond_noise"] is True  # |SPD| bands [0.02, 0.06] and [0.07, 0.13]
     assert ch.at[("ragfair/lora", "seat_fairness"), "beyond_noise"] is None  # no band for this measure
     assert "spd_min" not in set(ch.index.get_level_values("measure"))  # a band is not a bias measure
     cards.loc[cards.checkpoint == "ragfair/lora", ["spd", "spd_min", "spd_max"]] = [0.09, 0.06, 0.12]
-    ch = measure.bias_change(cards, "minilm")
+    ch = measure.bias_change(cards, "minilm", None, **BOOT)
     lora = ch[(ch.checkpoint == "ragfair/lora") & (ch.measure == "spd")].iloc[0]
     assert lora["bias_change"] < 0 and lora["beyond_noise"] is False  # |0.09| < |-0.10|, but the bands overlap
     top = measure.moved(ch, 3)
     assert "spd" not in set(top["measure"])  # the only SPD reduction is noise
     grid = measure.heatmap_frame(ch)
-    assert measure.within_noise_cells(ch, grid) == [(list(grid.index).index("ragfair/lora"),
+    assert measure.unresolved_cells(ch, grid) == [(list(grid.index).index("ragfair/lora"),
                                                      list(grid.columns).index("spd"))]
     assert "seat_fairness" in set(top["measure"])  # measures without a band are ranked as before
     cards.loc[cards.checkpoint == "base/minilm", ["spd_min", "spd_max"]] = [-0.02, 0.03]  # spans 0: |SPD| 0-0.03
-    assert measure.bias_change(cards, "minilm").set_index(["checkpoint", "measure"]).at[
+    assert measure.bias_change(cards, "minilm", None, **BOOT).set_index(["checkpoint", "measure"]).at[
         ("ragfair/lora", "spd"), "beyond_noise"] is True
 
 
@@ -101,13 +103,20 @@ def test_the_noise_band_is_the_range_of_the_perturbed_re_measurements():
 def test_a_missing_reference_row_is_named():
     cards = _cards()
     with pytest.raises(ValueError, match=r"base/gte"):
-        measure.bias_change(cards, "gte")
+        measure.bias_change(cards, "gte", None, **BOOT)
+
+
+NO_UNITS = pd.DataFrame(columns=["measure", "unit", "value"])
+
+
+def _card(summary, units=NO_UNITS) -> measure.Card:
+    return measure.Card(summary, units)
 
 
 def test_one_card_against_another_reads_as_the_stage_reads_a_checkpoint_against_its_base():
-    ref = {"spd": -0.10, "spd_min": -0.13, "spd_max": -0.07, "seat_fairness": 0.6, "acc_at_1": 20.0}
-    mine = {"spd": 0.05, "spd_min": 0.02, "spd_max": 0.06, "seat_fairness": 0.7, "acc_at_1": 18.0}
-    ch = measure.compare(mine, "my/model", ref, "minilm").set_index("measure")
+    ref = _card({"spd": -0.10, "spd_min": -0.13, "spd_max": -0.07, "seat_fairness": 0.6, "acc_at_1": 20.0})
+    mine = _card({"spd": 0.05, "spd_min": 0.02, "spd_max": 0.06, "seat_fairness": 0.7, "acc_at_1": 18.0})
+    ch = measure.compare(mine, "my/model", ref, "minilm", **BOOT).set_index("measure")
     assert set(ch.index) == {"spd", "seat_fairness"}  # utility and the band columns are not bias measures
     assert ch.at["spd", "bias_change"] == pytest.approx(-0.05) and ch.at["spd", "beyond_noise"] is True
     assert ch.at["seat_fairness", "bias_change"] == pytest.approx(-0.1) and ch.at["seat_fairness", "beyond_noise"] is None
@@ -115,12 +124,62 @@ def test_one_card_against_another_reads_as_the_stage_reads_a_checkpoint_against_
     cards = _cards().assign(spd_min=np.nan, spd_max=np.nan)
     lora = cards[cards.checkpoint == "ragfair/lora"].iloc[0].dropna().drop(["checkpoint", "paper", "kind"]).to_dict()
     base = cards[cards.checkpoint == "base/minilm"].iloc[0].dropna().drop(["checkpoint", "paper", "kind"]).to_dict()
-    stage = measure.bias_change(cards, "minilm")
+    stage = measure.bias_change(cards, "minilm", None, **BOOT)
     stage = stage[stage.checkpoint == "ragfair/lora"].set_index("measure")["bias_change"]
-    assert measure.compare(lora, "ragfair/lora", base, "minilm").set_index("measure")["bias_change"].to_dict() == \
-        pytest.approx(stage.to_dict())  # the same reading as the cards stage's
+    assert measure.compare(_card(lora), "ragfair/lora", _card(base), "minilm", **BOOT).set_index("measure")[
+        "bias_change"].to_dict() == pytest.approx(stage.to_dict())  # the same reading as the cards stage's
     with pytest.raises(ValueError, match="itself"):
-        measure.compare(mine, "minilm", ref, "minilm")
+        measure.compare(mine, "minilm", ref, "minilm", **BOOT)
+
+
+def _units(name, measure_, values, units=None):
+    units = units if units is not None else [str(i) for i in range(len(values))]
+    return pd.DataFrame({"checkpoint": name, "measure": measure_, "unit": units, "value": values})
+
+
+def test_a_mean_over_units_gets_a_paired_interval_and_an_unresolved_change_is_not_a_movement():
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.0, 1.0, 40)
+    cards = pd.DataFrame([
+        {"checkpoint": "base/minilm", "paper": "base", "kind": "encoder", "rank:NFaiRR@10": base.mean(),
+         "embedder_bias[G]": -40.0},
+        {"checkpoint": "ragfair/lora", "paper": "ragfair", "kind": "encoder", "rank:NFaiRR@10": (base + 0.5).mean(),
+         "embedder_bias[G]": -30.0},  # every query's NFaiRR up by 0.5: a clear reduction of bias
+        {"checkpoint": "intersect/x", "paper": "intersect", "kind": "encoder", "rank:NFaiRR@10": (base + 1e-3).mean(),
+         "embedder_bias[G]": -39.0}])
+    noise = rng.normal(0.0, 1.0, 40)
+    side = np.where(np.arange(10) < 3, 100.0, np.where(np.arange(10) < 7, -100.0, 0.0))  # mean -10
+    units = pd.concat([
+        _units("base/minilm", "rank:NFaiRR@10", base), _units("ragfair/lora", "rank:NFaiRR@10", base + 0.5),
+        _units("intersect/x", "rank:NFaiRR@10", base + 1e-3 * noise / noise.std()),
+        _units("base/minilm", "embedder_bias[G]", np.roll(side, 1)), _units("ragfair/lora", "embedder_bias[G]", side),
+        _units("intersect/x", "embedder_bias[G]", side, units=list("abcdefghij"))])  # other units: not paired
+    ch = measure.bias_change(cards, "minilm", units, **BOOT).set_index(["checkpoint", "measure"])
+    lora = ch.loc[("ragfair/lora", "rank:NFaiRR@10")]
+    assert lora["bias_change"] == pytest.approx(-0.5) and lora["ci_low"] == pytest.approx(-0.5)
+    assert lora["ci_high"] == pytest.approx(-0.5) and lora["p_value"] == 0.0  # a shift every query shares
+    x = ch.loc[("intersect/x", "rank:NFaiRR@10")]
+    assert x["ci_low"] < 0 < x["ci_high"] and x["p_value"] > 0.05  # noise around 1e-3: not resolved
+    g = ch.loc[("ragfair/lora", "embedder_bias[G]")]  # |mean| of per-question sides, paired by question
+    assert g["ci_low"] <= g["bias_change"] <= g["ci_high"] and np.isfinite(g["p_value"])
+    assert np.isnan(ch.loc[("intersect/x", "embedder_bias[G]"), "ci_low"])  # different questions: no interval
+    no_rounds = measure.bias_change(cards, "minilm", units, rounds=0, confidence=0.95, seed=0)
+    assert no_rounds["ci_low"].isna().all()  # rounds 0: point estimates, as without units
+    top = measure.moved(ch.reset_index(), 5)
+    listed = set(zip(top["checkpoint"], top["measure"], strict=True))
+    assert ("ragfair/lora", "rank:NFaiRR@10") in listed
+    assert ("intersect/x", "rank:NFaiRR@10") not in listed  # its interval spans 0
+    assert ("intersect/x", "embedder_bias[G]") in listed  # no interval (other questions): a point estimate, kept
+
+
+def test_rank_units_are_the_per_query_values_rank_means_averages():
+    pq = pd.DataFrame({"ranker": ["b"] * 7, "query_set": ["s"] * 5 + ["t"] * 2, "qid": [1, 1, 2, 2, 2, 1, 3],
+                       "measure": ["M", "M", "M", "M", "N", "M", "M"], "value": [0.2, 0.4, 1.0, 0.8, 5.0, 9.0, 9.0]})
+    units = measure.ranker_units(pq, "s", ["M"])  # two seeds per query
+    assert units.columns.tolist() == measure.UNIT_COLUMNS
+    assert units.set_index("unit")["value"].to_dict() == pytest.approx({"1": 0.3, "2": 0.9})  # seeds averaged
+    assert (units["checkpoint"] == "fairrank/b").all() and (units["measure"] == "rank:M").all()
+    assert units["value"].mean() == pytest.approx(measure.rank_means(pq, "s", ["M"]).iloc[0]["rank:M"])
 
 
 def test_classifier_and_ranker_rows_average_over_seeds_and_queries():

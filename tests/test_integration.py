@@ -521,6 +521,10 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     assert (root / "reports/cards/heatmap.png").read_bytes()[:4] == b"\x89PNG"
     assert (encoders["spd_min"] <= encoders["spd"]).all() and (encoders["spd"] <= encoders["spd_max"]).all()
     assert changes.loc[changes["measure"].isin(["spd", "eod"]), "beyond_noise"].notna().all()
+    # the re-ranking and embedder-bias changes carry a paired interval; SEAT's do not
+    paired = changes[changes["measure"].str.startswith(("rank:", "embedder_bias["))]
+    assert len(paired) and paired["ci_low"].notna().all() and (paired["ci_low"] <= paired["ci_high"]).all()
+    assert changes.loc[changes["measure"] == "seat_abs_es", "ci_low"].isna().all()
     # `biaslab card` prints the card the stage wrote (the same functions, settings and stored vectors), and its
     # change against the base encoder is the stage's bias_change row
     proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "card", "data/models/ragfair/lora_wiseft", "--json"],
@@ -536,6 +540,8 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     for m in stage.index:
         assert printed_changes.at[m, "bias_change"] == pytest.approx(stage.at[m, "bias_change"], rel=1e-4, abs=1e-9), m
         assert _flag(printed_changes.at[m, "beyond_noise"]) == _flag(stage.at[m, "beyond_noise"]), m
+        for c in ("ci_low", "ci_high"):  # the same paired resamples (units, rounds, seed) as the stage's
+            assert printed_changes.at[m, c] == pytest.approx(stage.at[m, c], rel=1e-4, abs=1e-9, nan_ok=True), (m, c)
 
 
 def _flag(value) -> bool | None:

@@ -188,35 +188,43 @@ def _cmd_card(args) -> int:
         print(f"biaslab card: {err}", file=sys.stderr)
         return 2
 
-    def card_of(source: str) -> dict:
+    def card_of(source: str) -> measure.Card:
         enc = measure.load_encoder(source, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
                                    max_seq_length=P.cards.max_seq_length)
         return measure.encoder_card(enc, source, probes)
 
     card = card_of(args.model)
     against = P.cards.base_models[0] if args.against is None else args.against
+    U = P.common.uncertainty
     changes = None
     if against.lower() != "none" and against != args.model:
-        changes = measure.compare(card, args.model, card_of(against), against).set_index("measure")
+        changes = measure.compare(card, args.model, card_of(against), against, rounds=U.rounds,
+                                  confidence=U.confidence, seed=P.common.seed).set_index("measure")
     if args.json:
-        out = {"checkpoint": args.model, **card}
+        out = {"checkpoint": args.model, **card.summary}
         if changes is not None:
-            out |= {"against": against, "changes": changes.drop(columns=["checkpoint", "reference"])
-                    .reset_index().to_dict("records")}
+            records = changes.drop(columns=["checkpoint", "reference"]).reset_index().to_dict("records")
+            out |= {"against": against, "changes": [{k: None if isinstance(v, float) and v != v else v
+                                                     for k, v in r.items()} for r in records]}  # NaN: no interval
         print(json.dumps(out, indent=2))
         return 0
-    width = max(map(len, card))
+    width = max(map(len, card.summary))
     print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
     if changes is not None:
-        print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}; "
-              "'noise' = inside the arithmetic noise band)")
-    for k, v in card.items():
+        print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}) with "
+              f"its paired {U.confidence:.0%} interval over queries / questions where the measure has one; 'noise' = "
+              "inside the arithmetic noise band, 'unresolved' = the interval includes 0")
+    unresolved = measure.unresolved(changes.reset_index()).to_numpy() if changes is not None else []
+    flat = dict(zip(changes.index, unresolved, strict=True)) if changes is not None else {}
+    for k, v in card.summary.items():
         how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
         line = f"  {k:<{width}}  {v:>10.4f}  {how:<16}"
         if changes is not None and k in changes.index:
             c = changes.loc[k]
             line += f"  {against}: {c['reference_value']:>9.4f}  change {c['bias_change']:+.4f}"
-            line += "  noise" if c["beyond_noise"] is False else ""
+            if c["ci_low"] == c["ci_low"]:  # not NaN: the measure has per-unit values
+                line += f" [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]"
+            line += ("  noise" if c["beyond_noise"] is False else "  unresolved") if flat[k] else ""
         print(line.rstrip())
     return 0
 

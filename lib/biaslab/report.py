@@ -244,6 +244,14 @@ def _ours(r) -> str:
     return f"{_num(r.our_value)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
 
 
+def _change(r) -> str:
+    """A bias change with its interval when it has one (bias cards' ``moved.csv``; older files have none)."""
+    lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return _num(r.bias_change)
+    return f"{_num(r.bias_change)} [{_num(lo)}, {_num(hi)}]"
+
+
 def _counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {v}" for v, n in counts.items())
 
@@ -283,7 +291,9 @@ def gaps(reps: Sequence[PaperReport]) -> list[tuple[str, str]]:
 CARDS = "cards"  # the cards stage's folder under reports/
 CARDS_INTRO = ("Every checkpoint the pipeline trains and the base encoder, each measure taken by the function of the "
                "paper that owns it (stage `cards`, `biaslab.cards`). Below, per bias measure, the checkpoints that "
-               "lowered it most against their reference (negative change = less biased; point estimates).")
+               "lowered it most against their reference (negative change = less biased), with the paired bootstrap "
+               "interval over queries or questions where the measure has one; changes inside BBQ's arithmetic noise "
+               "band or with an interval that includes 0 are not listed.")
 
 
 def _cell(x) -> str:
@@ -309,7 +319,7 @@ def cards_markdown(moved: pd.DataFrame | None) -> list[str]:
     for r in moved.itertuples(index=False):
         lines.append(f"| {r.measure} | {_cell(r.checkpoint)} | {r.paper} | {_num(r.value)} | "
                      f"{_num(r.reference_value)} ({_cell(r.reference)}) | "
-                     f"{_num(r.bias_change)} |")
+                     f"{_change(r)} |")
     return lines
 
 
@@ -319,7 +329,7 @@ def cards_html(moved: pd.DataFrame | None) -> str:
         return "<h2 id='cards'>Bias cards across papers</h2><p>Not built yet: <code>dvc repro cards</code>.</p>"
     rows = "".join(f"<tr><td>{e(str(r.measure))}</td><td>{e(str(r.checkpoint))}</td><td>{e(str(r.paper))}</td>"
                    f"<td>{_num(r.value)}</td><td>{_num(r.reference_value)} ({e(str(r.reference))})</td>"
-                   f"<td>{_num(r.bias_change)}</td></tr>" for r in moved.itertuples(index=False))
+                   f"<td>{_change(r)}</td></tr>" for r in moved.itertuples(index=False))
     return (f"<h2 id='cards'>Bias cards across papers</h2><p>{e(CARDS_INTRO)}</p>"
             f"<p><a href='{CARDS}/cards.csv'>cards.csv</a>, <a href='{CARDS}/bias_change.csv'>bias_change.csv</a></p>"
             f"<figure><img src='{CARDS}/heatmap.png' alt='bias cards heatmap'><figcaption>{CARDS}/heatmap.png"

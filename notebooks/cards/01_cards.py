@@ -37,6 +37,8 @@ from biaslab.runtime import progress, seed_everything
 # `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
 # -p or with `biaslab run STAGE --set name=value` to override it.
 seed = ...  # common.seed
+rounds = ...  # common.uncertainty.rounds
+confidence = ...  # common.uncertainty.confidence
 device = ...  # common.device
 batch_size = ...  # common.batch_size
 raw_dir = ...  # data.raw_dir
@@ -69,7 +71,7 @@ max_seq_length = ...  # cards.max_seq_length
 
 # %%
 P = config.stage_params(globals(), "cards")
-C = P.cards
+C, U = P.cards, P.common.uncertainty
 ROOT = repo_root()
 OUT = ROOT / "reports/cards"
 seed_everything(P.common.seed)
@@ -81,13 +83,16 @@ print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probe
       f"{len(probes.rank_args['qids'])} ranking queries")
 
 # %%
-encoder_rows = []
+encoder_rows, units = [], []
 for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
     enc = measure.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
                                max_seq_length=C.max_seq_length)
-    encoder_rows.append((ck, measure.encoder_card(enc, ck.name, probes)))
-rankers = measure.ranker_rows(pd.read_csv(ROOT / "reports/fairrank/results/per_query.csv", dtype={"qid": str}),
-                              C.rank_query_set, C.rank_measures)
+    card = measure.encoder_card(enc, ck.name, probes)
+    encoder_rows.append((ck, card.summary))
+    units.append(card.units.assign(checkpoint=ck.name))
+per_query = pd.read_csv(ROOT / "reports/fairrank/results/per_query.csv", dtype={"qid": str})
+rankers = measure.ranker_rows(per_query, C.rank_query_set, C.rank_measures)
+units.append(measure.ranker_units(per_query, C.rank_query_set, C.rank_measures))
 classifiers = measure.classifier_rows(pd.read_csv(ROOT / "reports/cscl/results/methods.csv"))
 cards = measure.table(encoder_rows, [rankers, classifiers])
 write_csv(OUT / "cards.csv", cards)
@@ -97,14 +102,18 @@ cards.drop(columns=["source", "mitigation", "not_measured"]).round(3)
 # ## Which mitigation moved which measure
 #
 # Change in bias against each row's reference (encoders: the base encoder; fairrank's rankers: its base ranker;
-# cscl's classifiers: CE on the same task); negative = less biased, in the measure's own units. Point estimates:
-# the papers' own stages carry the intervals for their own comparisons. BBQ SPD / EOD also carry a noise band —
-# their range when every vector is moved by ragfair's perturbation noise (`spd_min` … `eod_max` in cards.csv) —
-# because a top-1 retrieval among BBQ's templated contexts flips on cosine differences of 1e-5: a change whose
-# band overlaps the reference's is marked `beyond_noise = False` and is not counted as a movement.
+# cscl's classifiers: CE on the same task); negative = less biased, in the measure's own units. The re-ranking
+# measures (means over the DL19 fairness queries) and embedder bias (a mean over test questions) get a paired
+# bootstrap interval over the same queries / questions (`ci_low`, `ci_high`, `p_value`). BBQ SPD / EOD carry a
+# noise band instead — their range when every vector is moved by ragfair's perturbation noise (`spd_min` …
+# `eod_max` in cards.csv) — because a top-1 retrieval among BBQ's templated contexts flips on cosine differences of
+# 1e-5: a change whose band overlaps the reference's is marked `beyond_noise = False`. SEAT, probing and ΔEO
+# changes are point estimates (the papers' own stages carry their intervals). A change inside its band or with an
+# interval that includes 0 is not counted as a movement.
 
 # %%
-changes = measure.bias_change(cards, C.base_models[0])
+changes = measure.bias_change(cards, C.base_models[0], pd.concat(units, ignore_index=True), rounds=U.rounds,
+                              confidence=U.confidence, seed=P.common.seed)
 top = measure.moved(changes, C.moved_top)
 write_csv(OUT / "bias_change.csv", changes)
 write_csv(OUT / "moved.csv", top)
@@ -117,10 +126,10 @@ sns.heatmap(grid, cmap="RdBu_r", center=0, vmin=-1, vmax=1, ax=ax, linewidths=0.
             cbar_kws={"label": "change in bias / largest |change| in the column"})
 ax.grid(False)
 ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, or is not taken (cards.csv says why)
-for i, j in measure.within_noise_cells(changes, grid):
+for i, j in measure.unresolved_cells(changes, grid):
     ax.text(j + 0.5, i + 0.5, "≈", ha="center", va="center", fontsize=9)
 ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
-             "not measured; ≈: within the arithmetic noise band)")
+             f"not measured; ≈: within the noise band, or its {U.confidence:.0%} interval includes 0)")
 ax.set_xlabel("measure")
 ax.set_ylabel("checkpoint")
 save_figure(fig, OUT / "heatmap.png")

@@ -15,8 +15,14 @@ checkpoint it applies to, by the function of the paper that owns it.
 * **Classifiers** (cscl's methods): ΔEO and macro F1 from cscl's ``methods.csv``, averaged over seeds. Their
   encoders are trained in memory and not kept, so no intrinsic measure; the row says so.
 
-Bias changes are point estimates against each row's reference (the base encoder; fairrank's base ranker; cscl's
-CE classifier on the same task) — the papers' own stages give the intervals for their own comparisons.
+Bias changes are taken against each row's reference (the base encoder; fairrank's base ranker; cscl's CE
+classifier on the same task). Where a measure is a mean over evaluation units — the re-ranking measures over
+queries, embedder bias over test questions — the card keeps each unit's value (:class:`Card`), and
+:func:`bias_change` gives the change a paired bootstrap interval over the same units (the reference measured on the
+same queries or questions); BBQ SPD / EOD carry an arithmetic-noise band instead (:func:`noise_band`); the other
+changes (SEAT, probing, ΔEO) are point estimates — the papers' own stages give the intervals for their own
+comparisons. A change inside its noise band, or whose interval includes 0, is not counted as a movement
+(:func:`moved`).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ DIRECTION: dict[str, str | None] = {
 }
 # the measures with an arithmetic-noise band (noise_band), and its columns
 NOISE_BANDS = ("spd_min", "spd_max", "eod_min", "eod_max")
+UNIT_COLUMNS = ["checkpoint", "measure", "unit", "value"]  # per-unit values of the measures that are means over units
 MITIGATION = {
     "base": "none (base encoder)",
     "ragfair": "fairness fine-tuning: LoRA / WiSE-FT with the SEAT-gap term (ragfair §3)",
@@ -61,6 +68,16 @@ def direction(measure: str) -> str | None:
     if measure.startswith("rank:NFaiRR"):
         return "higher"
     return None
+
+
+@dataclass(frozen=True)
+class Card:
+    """One encoder's card: ``summary``, its measures (a ``cards.csv`` row), and ``units``, each evaluation unit's
+    value (``measure, unit, value``) for the measures that are means over units: ``rank:<measure>`` per query,
+    ``embedder_bias[<task>]`` per test question (100 · (side 1 − side 2) of its top-1 document, whose mean is the
+    embedder bias). :func:`bias_change` resamples these for the interval of a change."""
+    summary: dict[str, float]
+    units: pd.DataFrame
 
 
 @dataclass(frozen=True)
@@ -140,26 +157,32 @@ def rank_means(per_query: pd.DataFrame, query_set: str, measures: Sequence[str])
     return wide.rename(columns=lambda m: f"rank:{m}")
 
 
-def encoder_card(encoder, name: str, probes: Probes) -> dict[str, float]:
-    """Every measure of one encoder (module doc)."""
+def encoder_card(encoder, name: str, probes: Probes) -> Card:
+    """Every measure of one encoder (module doc), with the per-unit values of those that are means over units."""
     from ..fairrank.findings import measure_runs
     from ..ragcontrol import evaluate as rc_eval
     from ..ragfair.cards import bias_card
 
     card = bias_card(encoder, probes.bbq_rows, seat_tests=probes.seat_tests, **probes.card_args)
     row = dict(card.summary) | noise_band(encoder, name, card, probes)
+    units = []
     for task, (test, corpus) in probes.embedder_tasks.items():
         qv = encoder.encode(test["question"].tolist())
         dv = encoder.encode(corpus["text"].tolist())
-        s = rc_eval.summarise(rc_eval.top1_rows(task, "card", name, test["qid"].tolist(), qv, dv, corpus)).iloc[0]
+        top1 = rc_eval.top1_rows(task, "card", name, test["qid"].tolist(), qv, dv, corpus)
+        s = rc_eval.summarise(top1).iloc[0]
         row[f"embedder_bias[{task}]"] = float(s["embedder_bias"])
         row[f"task_accuracy[{task}]"] = float(s["task_accuracy"])
+        units.append(pd.DataFrame({"measure": f"embedder_bias[{task}]", "unit": top1["qid"].astype(str).to_numpy(),
+                                   "value": 100.0 * (top1["bias1"].to_numpy(np.float64)
+                                                     - top1["bias2"].to_numpy(np.float64))}))
     a = probes.rank_args
     pq = measure_runs(biencoder_run(encoder, probes.rank_lists, name), a["qrels"], a["terms"],
                       {a["query_set"]: a["qids"]}, a["background"], cutoffs=a["cutoffs"],
                       mrr_cutoff=a["mrr_cutoff"], relevance=a["relevance"])
     row.update(rank_means(pq, a["query_set"], probes.rank_measures).iloc[0].to_dict())
-    return row
+    units.append(rank_units(pq, a["query_set"], probes.rank_measures).drop(columns="ranker"))
+    return Card(row, pd.concat(units, ignore_index=True)[UNIT_COLUMNS[1:]])
 
 
 def noise_band(encoder, name: str, card, probes: Probes) -> dict[str, float]:
@@ -177,6 +200,21 @@ def noise_band(encoder, name: str, card, probes: Probes) -> dict[str, float]:
                                                                                 strict=True))},
                                  rounds=p["rounds"], cosine=p["cosine"], seed=p["seed"])
     return {c: float(stab.iloc[0][c]) for c in NOISE_BANDS}
+
+
+def rank_units(per_query: pd.DataFrame, query_set: str, measures: Sequence[str]) -> pd.DataFrame:
+    """Per ranker, each query's value of each measure (mean over seeds), ``ranker, measure, unit, value`` with
+    ``rank:<measure>`` names: the units :func:`rank_means` averages."""
+    pq = per_query[(per_query["query_set"] == query_set) & per_query["measure"].isin(measures)]
+    out = pq.groupby(["ranker", "measure", "qid"], sort=False)["value"].mean().reset_index()
+    return pd.DataFrame({"ranker": out["ranker"].to_numpy(), "measure": "rank:" + out["measure"].astype(str),
+                         "unit": out["qid"].astype(str).to_numpy(), "value": out["value"].to_numpy(np.float64)})
+
+
+def ranker_units(per_query: pd.DataFrame, query_set: str, measures: Sequence[str]) -> pd.DataFrame:
+    """:func:`rank_units` of fairrank's rankers under their card names (:func:`ranker_rows`)."""
+    units = rank_units(per_query, query_set, measures)
+    return units.assign(checkpoint="fairrank/" + units.pop("ranker"))[UNIT_COLUMNS]
 
 
 def ranker_rows(per_query: pd.DataFrame, query_set: str, measures: Sequence[str]) -> pd.DataFrame:
@@ -229,13 +267,25 @@ def references(cards: pd.DataFrame, base_encoder: str) -> pd.Series:
     return pd.Series(ref)
 
 
-def bias_change(cards: pd.DataFrame, base_encoder: str) -> pd.DataFrame:
+CHANGE_COLUMNS = ["checkpoint", "paper", "measure", "reference", "value", "reference_value", "bias_change", "ci_low",
+                  "ci_high", "p_value", "beyond_noise"]
+
+
+def bias_change(cards: pd.DataFrame, base_encoder: str, units: pd.DataFrame | None, *, rounds: int,
+                confidence: float, seed: int) -> pd.DataFrame:
     """Long table: per checkpoint and bias measure, its value, its reference's value and the change in bias
-    (negative = less biased than the reference, in the measure's own units). ``beyond_noise`` where the measure
-    has a noise band (BBQ SPD / EOD, :func:`noise_band`): whether the checkpoint's band and its reference's are
-    disjoint (as bands of bias: of |value| for a measure read by magnitude); empty for the other measures."""
+    (negative = less biased than the reference, in the measure's own units). ``ci_low`` / ``ci_high`` / ``p_value``
+    where both have per-unit values of the measure in ``units`` (``checkpoint, measure, unit, value``; :class:`Card`)
+    on the same units: the paired bootstrap interval of the change over those units (``rounds`` resamples, each
+    drawn once for both; :func:`biaslab.stats.paired_statistic`) and its two-sided p-value; empty otherwise.
+    ``beyond_noise`` where the measure has a noise band (BBQ SPD / EOD, :func:`noise_band`): whether the
+    checkpoint's band and its reference's are disjoint (as bands of bias: of |value| for a measure read by
+    magnitude); empty for the other measures. ``rounds``, ``confidence``, ``seed``: ``common.uncertainty`` and
+    ``common.seed`` (``units`` None or ``rounds`` 0: point estimates only)."""
     ref = references(cards, base_encoder)
     by_name = cards.set_index("checkpoint")
+    per_unit = {} if units is None or not rounds else {
+        key: g.set_index("unit")["value"] for key, g in units.groupby(["checkpoint", "measure"], sort=False)}
     rows = []
     for measure in [c for c in cards.columns if direction(c)]:
         how = direction(measure)
@@ -250,23 +300,46 @@ def bias_change(cards: pd.DataFrame, base_encoder: str) -> pd.DataFrame:
             if set(band) <= set(by_name.columns) and by_name.loc[[name, r], band].notna().all(axis=None):
                 (lo, hi), (rlo, rhi) = (_bias_range(*by_name.loc[n, band], how) for n in (name, r))
                 beyond = bool(hi < rlo or lo > rhi)
+            est = _paired_change(per_unit.get((name, measure)), per_unit.get((r, measure)), how, rounds=rounds,
+                                 confidence=confidence, seed=seed)
             rows.append({"checkpoint": name, "paper": by_name.at[name, "paper"], "measure": measure,
                          "reference": r, "value": value, "reference_value": base, "bias_change": change,
-                         "beyond_noise": beyond})
-    return pd.DataFrame(rows, columns=["checkpoint", "paper", "measure", "reference", "value", "reference_value",
-                                       "bias_change", "beyond_noise"])
+                         "ci_low": est[0], "ci_high": est[1], "p_value": est[2], "beyond_noise": beyond})
+    return pd.DataFrame(rows, columns=CHANGE_COLUMNS)
 
 
-def compare(card: Mapping[str, float], name: str, reference: Mapping[str, float], reference_name: str) -> pd.DataFrame:
+def _paired_change(mine: pd.Series | None, ref: pd.Series | None, how: str, *, rounds: int, confidence: float,
+                   seed: int) -> tuple[float, float, float]:
+    """(low, high, p) of the change in bias between two systems' per-unit values (unit → value; the measure is
+    their mean, read as ``how``): the paired bootstrap over the units both were measured on. NaN when either has
+    no units or they were measured on different units (the change would not be paired)."""
+    from .. import stats
+
+    nan = (float("nan"),) * 3
+    if mine is None or ref is None or len(mine) < 2 or set(mine.index) != set(ref.index) or not mine.index.is_unique:
+        return nan
+    a, b = mine.to_numpy(np.float64), ref.loc[mine.index].to_numpy(np.float64)
+    bias = {"abs": lambda v: abs(v.mean()), "lower": lambda v: v.mean(), "higher": lambda v: -v.mean()}[how]
+    est = stats.paired_statistic(len(a), lambda ix: bias(a[ix]), lambda ix: bias(b[ix]), rounds=rounds,
+                                 confidence=confidence, seed=seed)
+    return est.ci_low, est.ci_high, est.p_value
+
+
+def compare(card: Card, name: str, reference: Card, reference_name: str, *, rounds: int, confidence: float,
+            seed: int) -> pd.DataFrame:
     """One encoder's card against another's (``biaslab card MODEL --against REF``): :func:`bias_change` of the pair,
-    read as the cards stage reads every encoder against its base — the change in bias per measure, and for BBQ SPD /
-    EOD whether the two noise bands are disjoint (``beyond_noise``)."""
+    read as the cards stage reads every encoder against its base — the change in bias per measure, its paired
+    interval where the measure has per-unit values, and for BBQ SPD / EOD whether the two noise bands are disjoint
+    (``beyond_noise``)."""
     if name == reference_name:
         raise ValueError(f"{name!r} is compared with itself; name another encoder to compare against")
     ref_row = f"base/{reference_name}"
-    pair = pd.DataFrame([{"checkpoint": ref_row, "paper": "base", "kind": "encoder", **reference},
-                         {"checkpoint": name, "paper": "", "kind": "encoder", **card}])
-    return bias_change(pair, reference_name).drop(columns=["paper"])
+    pair = pd.DataFrame([{"checkpoint": ref_row, "paper": "base", "kind": "encoder", **reference.summary},
+                         {"checkpoint": name, "paper": "", "kind": "encoder", **card.summary}])
+    units = pd.concat([reference.units.assign(checkpoint=ref_row), card.units.assign(checkpoint=name)],
+                      ignore_index=True)[UNIT_COLUMNS]
+    return bias_change(pair, reference_name, units, rounds=rounds, confidence=confidence, seed=seed).drop(
+        columns=["paper"])
 
 
 def _bias_range(lo: float, hi: float, how: str) -> tuple[float, float]:
@@ -276,25 +349,29 @@ def _bias_range(lo: float, hi: float, how: str) -> tuple[float, float]:
     return (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
 
 
-def _inside_noise(changes: pd.DataFrame) -> pd.Series:
-    """Rows of :func:`bias_change` whose change lies inside the noise band (``beyond_noise`` False, not empty)."""
-    return changes["beyond_noise"].map(lambda b: b is False)
+def unresolved(changes: pd.DataFrame) -> pd.Series:
+    """Rows of :func:`bias_change` whose change the data cannot tell from none: inside the arithmetic noise band
+    (``beyond_noise`` False) or with a paired interval that includes 0. Empty bands and intervals count as
+    resolved (point estimates)."""
+    inside = changes["beyond_noise"].map(lambda b: b is False)
+    lo, hi = changes["ci_low"].astype(float), changes["ci_high"].astype(float)
+    return inside | ((lo <= 0) & (hi >= 0))
 
 
 def moved(changes: pd.DataFrame, top: int) -> pd.DataFrame:
     """Per bias measure, the ``top`` checkpoints that lowered it most against their reference (ties kept in
     table order), with the paper the mitigation comes from: does a mitigation from one paper reduce the bias
-    measured by another? A reduction inside the arithmetic noise band (``beyond_noise`` False: BBQ SPD / EOD)
-    is not a movement and is left out."""
-    less = changes[(changes["bias_change"] < 0) & ~_inside_noise(changes)].sort_values(["measure", "bias_change"], kind="stable")
+    measured by another? A reduction the data cannot resolve (:func:`unresolved`: inside the noise band of BBQ
+    SPD / EOD, or a paired interval over queries / questions that includes 0) is not a movement and is left out."""
+    less = changes[(changes["bias_change"] < 0) & ~unresolved(changes)].sort_values(["measure", "bias_change"], kind="stable")
     return less.groupby("measure", sort=True).head(top).reset_index(drop=True)
 
 
-def within_noise_cells(changes: pd.DataFrame, grid: pd.DataFrame) -> list[tuple[int, int]]:
-    """(row, column) positions in ``grid`` (:func:`heatmap_frame`) of changes inside the noise band."""
+def unresolved_cells(changes: pd.DataFrame, grid: pd.DataFrame) -> list[tuple[int, int]]:
+    """(row, column) positions in ``grid`` (:func:`heatmap_frame`) of :func:`unresolved` changes."""
     rows, cols = {n: i for i, n in enumerate(grid.index)}, {m: j for j, m in enumerate(grid.columns)}
-    noise = changes[_inside_noise(changes)]
-    return [(rows[c], cols[m]) for c, m in zip(noise["checkpoint"], noise["measure"], strict=True)]
+    flat = changes[unresolved(changes)]
+    return [(rows[c], cols[m]) for c, m in zip(flat["checkpoint"], flat["measure"], strict=True)]
 
 
 def heatmap_frame(changes: pd.DataFrame) -> pd.DataFrame:
@@ -351,13 +428,7 @@ def load_encoder(source: str, root: Path, models_settings, *, device: str, batch
     from ..models import load_sentence_transformer, preflight
 
     folder = Path(source) if Path(source).is_absolute() else Path(root) / source
-    if folder.is_dir():
-        from sentence_transformers import SentenceTransformer
-
-        from ..runtime import select_device
-
-        model = SentenceTransformer(str(folder), device=select_device(device))
-    else:
-        model = load_sentence_transformer(preflight([source], models_settings)[source], device)
+    model = load_sentence_transformer(folder if folder.is_dir() else preflight([source], models_settings)[source],
+                                      device)
     model.max_seq_length = int(max_seq_length)
     return Encoder(model, device=device, batch_size=batch_size)
