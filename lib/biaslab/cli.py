@@ -214,8 +214,7 @@ def _cmd_card(args) -> int:
         print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}) with "
               f"its paired {U.confidence:.0%} interval over queries / questions where the measure has one; 'noise' = "
               "inside the arithmetic noise band, 'unresolved' = the interval includes 0")
-    unresolved = measure.unresolved(changes.reset_index()).to_numpy() if changes is not None else []
-    flat = dict(zip(changes.index, unresolved, strict=True)) if changes is not None else {}
+    flat = measure.unresolved(changes) if changes is not None else None  # indexed by measure, as changes
     for k, v in card.summary.items():
         how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
         line = f"  {k:<{width}}  {v:>10.4f}  {how:<16}"

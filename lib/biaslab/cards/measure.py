@@ -147,14 +147,14 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def rank_means(per_query: pd.DataFrame, query_set: str, measures: Sequence[str]) -> pd.DataFrame:
-    """Mean over the query set's queries of each measure per ranker, as ``rank:<measure>`` columns."""
-    pq = per_query[(per_query["query_set"] == query_set) & per_query["measure"].isin(measures)]
-    missing = sorted(set(measures) - set(pq["measure"]))
+    """Mean over the query set's queries of each measure per ranker (of :func:`rank_units`), as ``rank:<measure>``
+    columns."""
+    units = rank_units(per_query, query_set, measures)
+    missing = sorted({f"rank:{m}" for m in measures} - set(units["measure"]))
     if missing:
-        raise ValueError(f"cards.rank_measures: {missing} not measured by fairrank "
+        raise ValueError(f"cards.rank_measures: {[m.removeprefix('rank:') for m in missing]} not measured by fairrank "
                          f"(known: {sorted(per_query['measure'].unique())})")
-    wide = pq.groupby(["ranker", "measure"])["value"].mean().unstack()[list(measures)]
-    return wide.rename(columns=lambda m: f"rank:{m}")
+    return units.groupby(["ranker", "measure"])["value"].mean().unstack()[[f"rank:{m}" for m in measures]]
 
 
 def encoder_card(encoder, name: str, probes: Probes) -> Card:
@@ -203,7 +203,7 @@ def noise_band(encoder, name: str, card, probes: Probes) -> dict[str, float]:
 
 
 def rank_units(per_query: pd.DataFrame, query_set: str, measures: Sequence[str]) -> pd.DataFrame:
-    """Per ranker, each query's value of each measure (mean over seeds), ``ranker, measure, unit, value`` with
+    """Per ranker, each query's value of each measure (mean over seed rows), ``ranker, measure, unit, value`` with
     ``rank:<measure>`` names: the units :func:`rank_means` averages."""
     pq = per_query[(per_query["query_set"] == query_set) & per_query["measure"].isin(measures)]
     out = pq.groupby(["ranker", "measure", "qid"], sort=False)["value"].mean().reset_index()
