@@ -8,10 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from biaslab import stats
 from biaslab.cards import measure
 from biaslab.ragfair import perturb
 
-BOOT = {"rounds": 200, "confidence": 0.95, "seed": 0}  # common.uncertainty / common.seed of the tests
+BOOT = {"rounds": 200, "confidence": 0.95, "seed": 0,  # common.uncertainty / common.seed of the tests
+        "test_rounds": 999, "p_adjust": "bh"}  # cards.permutation_rounds / cards.p_adjust
 
 
 def _cards() -> pd.DataFrame:
@@ -157,19 +159,41 @@ def test_a_mean_over_units_gets_a_paired_interval_and_an_unresolved_change_is_no
     ch = measure.bias_change(cards, "minilm", units, **BOOT).set_index(["checkpoint", "measure"])
     lora = ch.loc[("ragfair/lora", "rank:NFaiRR@10")]
     assert lora["bias_change"] == pytest.approx(-0.5) and lora["ci_low"] == pytest.approx(-0.5)
-    assert lora["ci_high"] == pytest.approx(-0.5) and lora["p_value"] == 0.0  # a shift every query shares
+    assert lora["ci_high"] == pytest.approx(-0.5)  # a shift every query shares: no spread
+    assert lora["p_value"] == pytest.approx(2 / 1000) and lora["significant"]  # the smallest p 999 swaps can give
     x = ch.loc[("intersect/x", "rank:NFaiRR@10")]
     assert x["ci_low"] < 0 < x["ci_high"] and x["p_value"] > 0.05  # noise around 1e-3: not resolved
     g = ch.loc[("ragfair/lora", "embedder_bias[G]")]  # |mean| of per-question sides, paired by question
     assert g["ci_low"] <= g["bias_change"] <= g["ci_high"] and np.isfinite(g["p_value"])
     assert np.isnan(ch.loc[("intersect/x", "embedder_bias[G]"), "ci_low"])  # different questions: no interval
-    no_rounds = measure.bias_change(cards, "minilm", units, rounds=0, confidence=0.95, seed=0)
+    no_rounds = measure.bias_change(cards, "minilm", units, **(BOOT | {"rounds": 0}))
     assert no_rounds["ci_low"].isna().all()  # rounds 0: point estimates, as without units
     top = measure.moved(ch.reset_index(), 5)
     listed = set(zip(top["checkpoint"], top["measure"], strict=True))
     assert ("ragfair/lora", "rank:NFaiRR@10") in listed
     assert ("intersect/x", "rank:NFaiRR@10") not in listed  # its interval spans 0
     assert ("intersect/x", "embedder_bias[G]") in listed  # no interval (other questions): a point estimate, kept
+
+
+def test_the_tables_tests_are_adjusted_as_one_family_and_a_nominal_reduction_is_not_a_movement():
+    base = np.random.default_rng(1).normal(0.0, 1.0, 40)
+    weak = np.where(np.arange(40) < 28, 0.1, -0.1)  # 28 of 40 queries up: sign-flip p ~ 0.017, interval above 0
+    null = np.where(np.arange(40) < 20, 0.1, -0.1)  # as many up as down: no change
+    shifts = {"base/minilm": 0.0, "ragfair/strong": 0.5, "ragfair/weak": weak,
+              **{f"intersect/null{i}": np.roll(null, i) for i in range(30)}}
+    cards = pd.DataFrame([{"checkpoint": n, "paper": n.split("/")[0], "kind": "encoder",
+                           "rank:NFaiRR@10": float(np.mean(base + d))} for n, d in shifts.items()])
+    units = pd.concat([_units(n, "rank:NFaiRR@10", base + d) for n, d in shifts.items()])
+    ch = measure.bias_change(cards, "minilm", units, **(BOOT | {"test_rounds": 9999})).set_index("checkpoint")
+    assert ch["q_value"].to_numpy() == pytest.approx(stats.adjust_p(ch["p_value"], "bh"))  # 32 tests, one family
+    assert (ch["significant"] == (ch["q_value"] <= 0.05)).all()
+    w = ch.loc["ragfair/weak"]
+    assert w["bias_change"] < 0 and w["ci_high"] < 0 and w["p_value"] < 0.05  # resolved, taken alone
+    assert w["q_value"] > 0.05 and not w["significant"]  # ... but not among 32 tests
+    assert ch.loc["ragfair/strong", "significant"]
+    assert measure.moved(ch.reset_index(), 5)["checkpoint"].tolist() == ["ragfair/strong"]
+    unadjusted = measure.bias_change(cards, "minilm", units, **(BOOT | {"test_rounds": 9999, "p_adjust": "none"}))
+    assert set(measure.moved(unadjusted, 5)["checkpoint"]) == {"ragfair/strong", "ragfair/weak"}
 
 
 def test_rank_units_are_the_per_query_values_rank_means_averages():

@@ -540,8 +540,14 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     for m in stage.index:
         assert printed_changes.at[m, "bias_change"] == pytest.approx(stage.at[m, "bias_change"], rel=1e-4, abs=1e-9), m
         assert _flag(printed_changes.at[m, "beyond_noise"]) == _flag(stage.at[m, "beyond_noise"]), m
-        for c in ("ci_low", "ci_high"):  # the same paired resamples (units, rounds, seed) as the stage's
+        for c in ("ci_low", "ci_high", "p_value"):  # the same paired resamples and swaps as the stage's
             assert printed_changes.at[m, c] == pytest.approx(stage.at[m, c], rel=1e-4, abs=1e-9, nan_ok=True), (m, c)
+    # every tested change carries its adjusted p-value: the stage adjusts over its whole table (the command over its
+    # one comparison), and an adjusted p is never below the p it adjusts
+    tested = changes["p_value"].notna()
+    assert tested.any() and changes.loc[tested, "q_value"].notna().all()
+    assert (changes.loc[tested, "q_value"] >= changes.loc[tested, "p_value"] - 1e-12).all()
+    assert changes.loc[~tested, "q_value"].isna().all()
 
 
 def _flag(value) -> bool | None:

@@ -1,5 +1,7 @@
 """The shared uncertainty helper and the claim verdicts."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -108,6 +110,40 @@ def test_paired_statistic_uses_the_same_resample_for_both_systems():
     y = np.random.default_rng(0).random(100)
     noisy = stats.paired_statistic(100, lambda ix: y[ix].mean(), lambda ix: x[ix].mean(), **B)
     assert noisy.ci_low < noisy.value < noisy.ci_high and 0 <= noisy.p_value <= 1
+
+
+def test_permutation_p_is_the_exact_swap_test_when_it_can_be_enumerated_and_never_zero_when_sampled():
+    a, b = np.array([3.0, 1.0, 4.0, 1.5]), np.array([1.0, 2.0, 0.5, 1.0])
+
+    def stat(x, y, axis=-1):
+        return np.abs(np.mean(x, axis=axis)) - np.abs(np.mean(y, axis=axis))
+
+    observed = stat(a, b)
+    swapped = []  # every way of swapping some units' two values: 2^4 assignments
+    for flips in itertools.product([False, True], repeat=4):
+        f = np.array(flips)
+        swapped.append(stat(np.where(f, b, a), np.where(f, a, b)))
+    swapped = np.array(swapped)
+    exact = min(1.0, 2 * min((swapped >= observed - 1e-12).mean(), (swapped <= observed + 1e-12).mean()))
+    assert stats.permutation_p(a, b, stat, rounds=16, seed=0) == pytest.approx(exact)  # 2^4 <= rounds: exact
+    shift = stats.permutation_p(np.arange(40.0) + 5, np.arange(40.0), stat, rounds=999, seed=0)
+    assert shift == pytest.approx(2 / 1000)  # sampled: the observed arrangement counts, so p > 0
+    assert stats.permutation_p([1.0, 2.0], [1.0, 2.0], stat, rounds=99, seed=0) == 1.0
+    assert np.isnan(stats.permutation_p([], [], stat, rounds=99, seed=0))
+    with pytest.raises(ValueError, match="differ in length"):
+        stats.permutation_p([1.0, 2.0], [1.0], stat, rounds=99, seed=0)
+
+
+def test_adjust_p_benjamini_hochberg_by_hand_nan_left_out():
+    p = np.array([0.01, np.nan, 0.04, 0.03, 0.5])
+    # BH over the 4 tests: sorted 0.01, 0.03, 0.04, 0.5 -> p * 4 / rank, then the running minimum from the top
+    q = stats.adjust_p(p, "bh")
+    assert np.isnan(q[1]) and q[[0, 3, 2, 4]] == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+    assert (stats.adjust_p(p, "by")[[0, 2, 3, 4]] >= q[[0, 2, 3, 4]]).all()  # BY is the more cautious
+    assert np.array_equal(stats.adjust_p(p, "none"), p, equal_nan=True)
+    assert np.isnan(stats.adjust_p([np.nan], "bh")).all()
+    with pytest.raises(ValueError, match="bh, by or none"):
+        stats.adjust_p(p, "holm")
 
 
 def test_claims_round_trip_and_markdown(tmp_path):

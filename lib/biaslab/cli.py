@@ -199,7 +199,8 @@ def _cmd_card(args) -> int:
     changes = None
     if against.lower() != "none" and against != args.model:
         changes = measure.compare(card, args.model, card_of(against), against, rounds=U.rounds,
-                                  confidence=U.confidence, seed=P.common.seed).set_index("measure")
+                                  confidence=U.confidence, seed=P.common.seed, test_rounds=P.cards.permutation_rounds,
+                                  p_adjust=P.cards.p_adjust).set_index("measure")
     if args.json:
         out = {"checkpoint": args.model, **card.summary}
         if changes is not None:
@@ -212,8 +213,10 @@ def _cmd_card(args) -> int:
     print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
     if changes is not None:
         print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}) with "
-              f"its paired {U.confidence:.0%} interval over queries / questions where the measure has one; 'noise' = "
-              "inside the arithmetic noise band, 'unresolved' = the interval includes 0")
+              f"its paired {U.confidence:.0%} interval over queries / questions and the randomisation test's p "
+              f"({P.cards.p_adjust}-adjusted over this comparison's tests: q) where the measure has them; 'noise' = "
+              "inside the arithmetic noise band, 'unresolved' = the interval includes 0 or q > "
+              f"{1 - U.confidence:.2f}")
     flat = measure.unresolved(changes) if changes is not None else None  # indexed by measure, as changes
     for k, v in card.summary.items():
         how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
@@ -222,7 +225,7 @@ def _cmd_card(args) -> int:
             c = changes.loc[k]
             line += f"  {against}: {c['reference_value']:>9.4f}  change {c['bias_change']:+.4f}"
             if c["ci_low"] == c["ci_low"]:  # not NaN: the measure has per-unit values
-                line += f" [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]"
+                line += f" [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] q {c['q_value']:.3g}"
             line += ("  noise" if c["beyond_noise"] is False else "  unresolved") if flat[k] else ""
         print(line.rstrip())
     return 0

@@ -245,11 +245,14 @@ def _ours(r) -> str:
 
 
 def _change(r) -> str:
-    """A bias change with its interval when it has one (bias cards' ``moved.csv``; older files have none)."""
+    """A bias change with its interval and adjusted p-value when it has them (bias cards' ``moved.csv``; older files
+    have none)."""
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return _num(r.bias_change)
-    return f"{_num(r.bias_change)} [{_num(lo)}, {_num(hi)}]"
+    q = getattr(r, "q_value", None)
+    return f"{_num(r.bias_change)} [{_num(lo)}, {_num(hi)}]" + (f", q {_num(q)}" if q is not None and math.isfinite(q)
+                                                                else "")
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
@@ -292,8 +295,9 @@ CARDS = "cards"  # the cards stage's folder under reports/
 CARDS_INTRO = ("Every checkpoint the pipeline trains and the base encoder, each measure taken by the function of the "
                "paper that owns it (stage `cards`, `biaslab.cards`). Below, per bias measure, the checkpoints that "
                "lowered it most against their reference (negative change = less biased), with the paired bootstrap "
-               "interval over queries or questions where the measure has one; changes inside BBQ's arithmetic noise "
-               "band or with an interval that includes 0 are not listed.")
+               "interval over queries or questions and the randomisation test's p-value adjusted over every change "
+               "tested (q) where the measure has them; changes inside BBQ's arithmetic noise band, with an interval "
+               "that includes 0 or not significant after the adjustment are not listed.")
 
 
 def _cell(x) -> str:

@@ -116,24 +116,51 @@ def paired_statistic(n_units: int, a: Callable[[np.ndarray], float], b: Callable
 
 def paired(a: Sequence[float], b: Sequence[float], *, rounds: int, confidence: float, seed: int) -> Estimate:
     """mean(a − b) over units measured under both conditions, its bootstrap interval and the two-sided p-value of
-    a paired sign-flip permutation test (exact when 2^n ≤ ``rounds``, sampled otherwise)."""
-    from scipy import stats
-
+    a paired sign-flip permutation test (:func:`permutation_p`)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
     ok = np.isfinite(a) & np.isfinite(b)
-    d = a[ok] - b[ok]
-    est = ci_mean(d, rounds=rounds, confidence=confidence, seed=seed)
-    if len(d) < 2 or np.all(d == 0):
-        p = 1.0 if len(d) else float("nan")
-    else:
-        res = stats.permutation_test((a[ok], b[ok]), lambda x, y, axis: np.mean(x - y, axis=axis),
-                                     permutation_type="samples", vectorized=True, n_resamples=rounds,
-                                     alternative="two-sided", rng=np.random.default_rng(seed + 1))
-        p = float(res.pvalue)
+    est = ci_mean(a[ok] - b[ok], rounds=rounds, confidence=confidence, seed=seed)
+    p = permutation_p(a[ok], b[ok], lambda x, y, axis: np.mean(x - y, axis=axis), rounds=rounds, seed=seed)
     return Estimate(est.value, est.ci_low, est.ci_high, est.n, "paired-bootstrap+sign-flip", p)
+
+
+def permutation_p(a: Sequence[float], b: Sequence[float], statistic: Callable[..., np.ndarray], *, rounds: int,
+                  seed: int) -> float:
+    """Two-sided p-value of a paired randomisation test: ``statistic(x, y, axis)`` (vectorised along ``axis``) of
+    two systems' values on the same units, against its values when each unit's two values are swapped at random
+    (the sign-flip test when the statistic is a mean difference; the randomisation test of IR system comparisons,
+    Smucker, Allan & Carterette 2007). scipy's ``permutation_test``: exact when 2^n ≤ ``rounds``, else ``rounds``
+    random swaps with the +1 correction of a sampled test, so a sampled p is never below 1 / (rounds + 1) per side.
+    1 when every unit has equal values; NaN with no unit."""
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
+    if len(a) < 2 or np.all(a - b == 0):
+        return 1.0 if len(a) else float("nan")
+    res = stats.permutation_test((a, b), statistic, permutation_type="samples", vectorized=True, n_resamples=rounds,
+                                 alternative="two-sided", rng=np.random.default_rng(seed + 1))
+    return float(res.pvalue)
+
+
+def adjust_p(p_values: Sequence[float], method: str) -> np.ndarray:
+    """Multiple-comparison adjusted p-values (q-values) of a family of tests: ``bh`` (Benjamini–Hochberg, the false
+    discovery rate under independence or positive dependence), ``by`` (Benjamini–Yekutieli, under any dependence) —
+    scipy's ``false_discovery_control`` — or ``none``. NaN entries (no test) stay NaN and are not counted."""
+    from scipy import stats
+
+    p = np.asarray(p_values, dtype=np.float64)
+    if method not in ("bh", "by", "none"):
+        raise ValueError(f"unknown p-value adjustment {method!r}: use bh, by or none")
+    out = p.copy()
+    ok = np.isfinite(p)
+    if method != "none" and ok.any():
+        out[ok] = stats.false_discovery_control(p[ok], method=method)
+    return out
 
 
 def over_seeds(values: Sequence[float], *, confidence: float) -> Estimate:

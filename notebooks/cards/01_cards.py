@@ -68,6 +68,8 @@ rank_query_set = ...  # cards.rank_query_set
 rank_measures = ...  # cards.rank_measures
 moved_top = ...  # cards.moved_top
 max_seq_length = ...  # cards.max_seq_length
+permutation_rounds = ...  # cards.permutation_rounds
+p_adjust = ...  # cards.p_adjust
 
 # %%
 P = config.stage_params(globals(), "cards")
@@ -104,16 +106,24 @@ cards.drop(columns=["source", "mitigation", "not_measured"]).round(3)
 # Change in bias against each row's reference (encoders: the base encoder; fairrank's rankers: its base ranker;
 # cscl's classifiers: CE on the same task); negative = less biased, in the measure's own units. The re-ranking
 # measures (means over the DL19 fairness queries) and embedder bias (a mean over test questions) get a paired
-# bootstrap interval over the same queries / questions (`ci_low`, `ci_high`, `p_value`). BBQ SPD / EOD carry a
-# noise band instead — their range when every vector is moved by ragfair's perturbation noise (`spd_min` …
-# `eod_max` in cards.csv) — because a top-1 retrieval among BBQ's templated contexts flips on cosine differences of
-# 1e-5: a change whose band overlaps the reference's is marked `beyond_noise = False`. SEAT, probing and ΔEO
-# changes are point estimates (the papers' own stages carry their intervals). A change inside its band or with an
-# interval that includes 0 is not counted as a movement.
+# bootstrap interval over the same queries / questions (`ci_low`, `ci_high`) and a paired randomisation test
+# (`p_value`); the table's tests are adjusted as one family (`q_value`, `significant` at the false discovery rate
+# 1 − confidence), since with one test per change about one in twenty unchanged measures would look moved by
+# chance. BBQ SPD / EOD carry a noise band instead — their range when every vector is moved by ragfair's
+# perturbation noise (`spd_min` … `eod_max` in cards.csv) — because a top-1 retrieval among BBQ's templated
+# contexts flips on cosine differences of 1e-5: a change whose band overlaps the reference's is marked
+# `beyond_noise = False`. SEAT, probing and ΔEO changes are point estimates (the papers' own stages carry their
+# intervals). A change inside its band, with an interval that includes 0, or not significant after the adjustment
+# is not counted as a movement.
 
 # %%
 changes = measure.bias_change(cards, C.base_models[0], pd.concat(units, ignore_index=True), rounds=U.rounds,
-                              confidence=U.confidence, seed=P.common.seed)
+                              confidence=U.confidence, seed=P.common.seed, test_rounds=C.permutation_rounds,
+                              p_adjust=C.p_adjust)
+tested = changes["p_value"].notna()
+print(f"{int(tested.sum())} changes tested; {int((tested & (changes['p_value'] <= 1 - U.confidence)).sum())} with "
+      f"p <= {1 - U.confidence:.2f}, {int(changes['significant'].eq(True).sum())} significant after the {C.p_adjust} "
+      "adjustment")
 top = measure.moved(changes, C.moved_top)
 write_csv(OUT / "bias_change.csv", changes)
 write_csv(OUT / "moved.csv", top)
@@ -129,7 +139,8 @@ ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, 
 for i, j in measure.unresolved_cells(changes, grid):
     ax.text(j + 0.5, i + 0.5, "≈", ha="center", va="center", fontsize=9)
 ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
-             f"not measured; ≈: within the noise band, or its {U.confidence:.0%} interval includes 0)")
+             f"not measured)\n≈: within the noise band, its {U.confidence:.0%} interval includes 0, or not significant "
+             "once adjusted for the number of tests")
 ax.set_xlabel("measure")
 ax.set_ylabel("checkpoint")
 save_figure(fig, OUT / "heatmap.png")

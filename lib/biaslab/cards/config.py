@@ -20,6 +20,8 @@ class Cards(Section):
     rank_measures: list[str] = Field(min_length=1)  # fairrank measure names, e.g. ARaB-tc@10, NFaiRR@10, MRR@10
     moved_top: int = Field(gt=0)  # checkpoints listed per measure in moved.csv (the largest reductions)
     max_seq_length: int = Field(gt=0)  # one truncation for every encoder measured (tokens)
+    permutation_rounds: int = Field(gt=0)  # random swaps of the paired randomisation test of each change
+    p_adjust: Literal["bh", "by", "none"]  # multiple-comparison adjustment of the changes' p-values (one family)
 
 
 SECTION = Cards
