@@ -250,9 +250,8 @@ def _change(r) -> str:
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return _num(r.bias_change)
-    q = getattr(r, "q_value", None)
-    return f"{_num(r.bias_change)} [{_num(lo)}, {_num(hi)}]" + (f", q {_num(q)}" if q is not None and math.isfinite(q)
-                                                                else "")
+    text, q = f"{_num(r.bias_change)} [{_num(lo)}, {_num(hi)}]", getattr(r, "q_value", None)
+    return text if q is None or not math.isfinite(q) else f"{text}, q {_num(q)}"
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
