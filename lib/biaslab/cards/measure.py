@@ -303,7 +303,7 @@ def bias_change(cards: pd.DataFrame, base_encoder: str, units: pd.DataFrame | No
             base = by_name.at[r, measure]
             if r == name or pd.isna(base):
                 continue
-            change = {"abs": abs(value) - abs(base), "lower": value - base, "higher": base - value}[how]
+            change = float(_BIAS[how](value) - _BIAS[how](base))
             beyond = None
             if set(band) <= set(by_name.columns) and by_name.loc[[name, r], band].notna().all(axis=None):
                 (lo, hi), (rlo, rhi) = (_bias_range(*by_name.loc[n, band], how) for n in (name, r))
@@ -319,9 +319,9 @@ def bias_change(cards: pd.DataFrame, base_encoder: str, units: pd.DataFrame | No
     return out
 
 
-# the level of bias of a mean over units, per reading (direction): over axis 0 of a [units] or [units, rounds] array
-_BIAS_OF_MEAN = {"abs": lambda v, axis=0: np.abs(np.mean(v, axis=axis)), "lower": lambda v, axis=0: np.mean(v, axis=axis),
-                 "higher": lambda v, axis=0: -np.mean(v, axis=axis)}
+# a measure's value as a level of bias (larger = more biased), per reading (direction): one definition for the
+# change between two cards and for its interval and test over units
+_BIAS = {"abs": np.abs, "lower": np.positive, "higher": np.negative}
 
 
 def _paired_change(mine: pd.Series | None, ref: pd.Series | None, how: str, *, rounds: int, confidence: float,
@@ -336,7 +336,10 @@ def _paired_change(mine: pd.Series | None, ref: pd.Series | None, how: str, *, r
     if mine is None or ref is None or len(mine) < 2 or set(mine.index) != set(ref.index) or not mine.index.is_unique:
         return nan
     a, b = mine.to_numpy(np.float64), ref.loc[mine.index].to_numpy(np.float64)
-    bias = _BIAS_OF_MEAN[how]
+
+    def bias(v, axis=0):  # the level of bias of the mean over units (axis 0 of [units] or [units, swaps])
+        return _BIAS[how](np.mean(v, axis=axis))
+
     est = stats.paired_statistic(len(a), lambda ix: bias(a[ix]), lambda ix: bias(b[ix]), rounds=rounds,
                                  confidence=confidence, seed=seed)
     p = stats.permutation_p(a, b, lambda x, y, axis: bias(x, axis) - bias(y, axis), rounds=test_rounds, seed=seed)
