@@ -105,9 +105,11 @@ def test_the_batch_plan_is_equal_length_capped_batches_each_with_its_filled_run(
     lengths = [3, 128, 3, 128, 128, 7]
     plan = batch_plan(lengths, 2)
     assert [b.tolist() for b, _ in plan] == [[1, 3], [4], [5], [0, 2]]  # longest first, input order within a length
-    assert [r.tolist() for _, r in plan] == [[1, 3], [4], [5, 5, 5], [0, 2, 0, 2, 0, 2]]  # >= MIN_ROWS = 16 rows
-    for b, r in plan:
-        assert r[: len(b)].tolist() == b.tolist() and len(r) * lengths[b[0]] >= min(MIN_ROWS, len(b) * lengths[b[0]])
+    for b, r in plan:  # each batch repeated until it holds MIN_ROWS token rows, and no further
+        n = lengths[b[0]]
+        assert r.tolist() == np.resize(b, len(r)).tolist() and len(r) >= len(b)
+        assert len(r) * n >= MIN_ROWS and (len(r) == len(b) or (len(r) - 1) * n < MIN_ROWS)
+    assert [len(r) for _, r in plan] == [-(-MIN_ROWS // 128)] * 2 + [-(-MIN_ROWS // 7), -(-MIN_ROWS // 3)]
     assert batch_plan([], 4) == []
 
 
