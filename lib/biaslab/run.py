@@ -236,6 +236,10 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         executed = papermill.execute_notebook(
             nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
             cwd=str(root), progress_bar=False, log_output=False,
+            # every cell has returned and its outputs are in the notebook; a stage writes its files inside cells
+            # (atomic renames, committed SQLite transactions), so waiting for the interpreter to tear torch down
+            # (a graceful shutdown: ~1.5 s a stage) keeps nothing that a stopped kernel loses
+            shutdown_kernel="immediate",
         )
         wall = time.perf_counter() - started
         used = usage.usage_summary(stats_file) if timings else None
