@@ -90,6 +90,27 @@ def test_a_short_text_alone_gets_the_vector_it_gets_beside_texts_of_its_own_leng
     np.testing.assert_allclose(unfilled, together[0], atol=1e-6)  # the same model, up to the kernel's rounding
 
 
+def test_this_cpus_matrix_products_are_row_independent_from_min_rows_up(minilm):
+    """What the filling relies on, checked on the machine that runs the tests: for every linear layer shape of the
+    encoder, a product of r >= MIN_ROWS rows gives each row the bits it gets in a product of 512 rows, and those the
+    bits of a 4,096-row product. Where a new CPU's BLAS switches kernels above MIN_ROWS (as an AVX-512 one did at
+    57-192 rows), this names the rows and MIN_ROWS must grow (embed module doc)."""
+    import torch
+
+    shapes = sorted({tuple(m.weight.shape) for m in minilm.modules() if isinstance(m, torch.nn.Linear)})
+    assert shapes  # (out, in) of the attention, feed-forward and pooling layers
+    gen = torch.Generator().manual_seed(0)
+    for out_dim, in_dim in shapes:
+        x = torch.randn(4096, in_dim, generator=gen)
+        w, b = torch.randn(out_dim, in_dim, generator=gen), torch.randn(out_dim, generator=gen)
+        with torch.inference_mode():
+            ref = torch.nn.functional.linear(x[:512], w, b)
+            assert torch.equal(ref, torch.nn.functional.linear(x, w, b)[:512]), f"{in_dim} -> {out_dim}: 512 rows"
+            other = [r for r in range(MIN_ROWS, 512) if not torch.equal(torch.nn.functional.linear(x[:r], w, b),
+                                                                        ref[:r])]
+        assert not other, f"{in_dim} -> {out_dim}: rows {other[:5]}... get other bits than in a larger product"
+
+
 def test_a_batch_is_filled_to_the_minimum_rows_with_its_own_texts_and_capped_in_tokens():
     idx = np.array([4, 7])
     assert filled(idx, 5, min_rows=16).tolist() == [4, 7, 4, 7]  # 4 texts x 5 tokens = 20 rows >= 16
