@@ -11,10 +11,11 @@ encoded. (The BLAS picks its matrix-product kernel by the number of rows, and wh
 result changes in the last bits. On the first machine this ran on, products of fewer than 12 rows that are not a
 multiple of 4 did: a short text encoded alone got a vector up to 2.9e-7 away from its vector in a larger batch —
 ``benchmarks/bench_batching.py``, measured before the filling. On an AVX-512 machine MiniLM's feed-forward output
-product (1,536 → 384) does so for 1–15 and for 57–192 rows, and identical above, checked up to 8,192; a
-768-wide encoder's (3,072 → 768) for 1–384 rows. Padding changes the floating-point summation order: a padded text's vector differed from
-its unpadded one by up to 1.1e-7, measured, and the store keeps the first vector it gets — so stages used to
-write other bytes on a cold store than on a warm one.) Equal-length batches are also faster than sorted padded
+product (1,536 → 384) does so for 1–15 and for 57–192 rows, and identical above, checked up to 8,192; a 768-wide
+encoder's (3,072 → 768) for 1–384 rows; a test checks MiniLM's shapes on the machine that runs it. Padding changes
+the floating-point summation order: a padded text's vector differed from its unpadded one by up to 1.1e-7,
+measured, and the store keeps the first vector it gets — so stages used to write other bytes on a cold store than on
+a warm one.) Equal-length batches are also faster than sorted padded
 ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s; measured), and a batch holds at most ``MAX_BATCH_TOKENS``
 tokens (long texts: 32 a batch, a few per cent faster than 64 here, the same bytes). The fingerprint includes the
 batching scheme (``ENCODING``: equal lengths, filled to ``MIN_ROWS`` rows), so vectors stored under an earlier one
@@ -39,8 +40,10 @@ from .usage import record_usage
 
 # A batch's matrix products see batch x tokens rows; with too few rows the BLAS takes another kernel and a row's
 # result changes in the last bits (module doc: below 12 rows on one CPU, up to 192 rows for MiniLM on an AVX-512
-# one). Batches are filled up to this many rows. Filling to 256 costs ~1 % on 2,000 real sentences (16: 731 texts/s,
-# 256: 723, 512: 630); a 768-wide encoder on that AVX-512 CPU would need 385.
+# one). Batches are filled up to this many rows. What filling to 256 instead of 16 costs depends on how many small
+# length groups a set has (measured: 1 % on 2,000 real sentences, 4 % on the 5,433 SEAT texts, 7 % on 688 passages;
+# the tiny bias cards of the integration test encode 1.6x the rows); 512 would cost 14 % on the sentences. A
+# 768-wide encoder on that AVX-512 CPU would need 385.
 MIN_ROWS = 256
 # How vectors are computed; part of the fingerprint (module doc), so a store's vectors computed another way are not
 # reused. The token cap below changes no bytes (measured) and is not part of it.
