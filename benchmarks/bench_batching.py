@@ -4,8 +4,8 @@ encoded in?
     python benchmarks/bench_batching.py [--texts 2000] [--passages 400] [--sizes 1 2 4 16 32 64] [--rounds 2]
 
 ``biaslab.embed.Encoder`` encodes the texts missing from the embedding store in batches of equal token count (no
-padding), at most ``common.batch_size`` texts and ``embed.MAX_BATCH_TOKENS`` tokens each, and fills a batch of
-fewer than ``embed.MIN_ROWS`` token rows with copies of its own texts. Measured with the library's Encoder (store
+padding), at most ``common.batch_size`` texts and ``embed.MAX_BATCH_TOKENS`` tokens each, and fills a batch whose
+token rows this CPU multiplies another way (``embed.row_independent``) with copies of its own texts. Measured with the library's Encoder (store
 off) on the project's MiniLM at ``cards.max_seq_length``, on short real sentences (SEAT, SBIC, IndiBias) and on
 GenderBias-QA passages (most cut at the truncation length: what the costliest stages embed):
 
@@ -47,8 +47,8 @@ def differing(reference: np.ndarray, vectors: np.ndarray, lengths: np.ndarray) -
 
 
 def unfilled():
-    """The library's batching without the filling to ``MIN_ROWS`` rows (the state before it)."""
-    return mock.patch("biaslab.embed.filled", lambda idx, length, min_rows=None: idx)
+    """The library's batching without the filling (the state before it)."""
+    return mock.patch("biaslab.embed.filled", lambda idx, length, safe: idx)
 
 
 def uncapped():
@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     model.max_seq_length = params.cards.max_seq_length
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
                              "threads": torch.get_num_threads()},
-                 "max_seq_length": params.cards.max_seq_length, "min_rows": embed.MIN_ROWS,
+                 "max_seq_length": params.cards.max_seq_length,
+                 "row_dependent_rows": [int(r) for r in np.flatnonzero(
+                     ~embed.row_independent(embed.linear_shapes(model), "cpu"))[1:]],
                  "max_batch_tokens": embed.MAX_BATCH_TOKENS}
     sets, out["sets"] = text_sets(args.texts, args.passages)
     for name, texts in sets.items():

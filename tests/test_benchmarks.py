@@ -187,7 +187,9 @@ def test_the_batching_benchmark_names_the_texts_whose_vector_changed_and_by_how_
 
 
 def test_the_batching_benchmark_switches_the_filling_and_the_token_cap_off_and_back(minilm):
-    from biaslab.embed import MIN_ROWS, Encoder
+    import numpy as np
+
+    from biaslab.embed import Encoder, filled, linear_shapes, row_independent
 
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     long = [f"passage {i} " + "word " * 200 for i in range(40)]  # one token count, over 100
@@ -200,8 +202,9 @@ def test_the_batching_benchmark_switches_the_filling_and_the_token_cap_off_and_b
     assert len(capped) > 1 and max(n for n, _ in capped) * length <= 4096  # the library caps a batch's tokens
     with batching.uncapped():
         assert sizes(long) == [(40, 40)]
-    filled = -(-MIN_ROWS // 4)  # "Hi." is 4 tokens with [CLS] and [SEP]: copies up to MIN_ROWS rows
-    assert sizes(["Hi."]) == [(1, filled)]
+    # "Hi." is 4 tokens with [CLS] and [SEP]: copies up to a product this CPU computes row-independently
+    n = len(filled(np.array([0]), 4, row_independent(linear_shapes(minilm), "cpu")))
+    assert sizes(["Hi."]) == [(1, n)]
     with batching.unfilled():
         assert sizes(["Hi."]) == [(1, 1)]
-    assert sizes(["Hi."]) == [(1, filled)] and sizes(long) == capped  # restored
+    assert sizes(["Hi."]) == [(1, n)] and sizes(long) == capped  # restored

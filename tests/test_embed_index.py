@@ -1,7 +1,19 @@
 import numpy as np
 import pytest
 
-from biaslab.embed import MIN_ROWS, EmbeddingCache, Encoder, batch_plan, filled, fingerprint, length_batches
+from biaslab import embed
+from biaslab.embed import (
+    BIG_ROWS,
+    PROBE_ROWS,
+    EmbeddingCache,
+    Encoder,
+    batch_plan,
+    filled,
+    fingerprint,
+    length_batches,
+    linear_shapes,
+    row_independent,
+)
 from biaslab.index import DenseIndex
 from biaslab.usage import STATS_ENV, usage_summary
 
@@ -75,7 +87,7 @@ def test_a_vector_does_not_depend_on_the_texts_beside_it(minilm):
 
 def test_a_short_text_alone_gets_the_vector_it_gets_beside_texts_of_its_own_length(minilm):
     """A batch of a few short texts is few matrix rows, where the BLAS takes another kernel (a text alone differed by
-    up to 3e-7 before batches were filled to MIN_ROWS rows; benchmarks/bench_batching.py)."""
+    up to 3e-7 before batches were filled to row-independent products; benchmarks/bench_batching.py)."""
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     pool = [f"The {w} was kind." for w in ("nurse", "doctor", "teacher", "farmer", "pilot", "baker", "judge", "cook",
                                           "chef", "clerk", "guard", "miner", "poet", "tailor", "singer", "driver")]
@@ -90,32 +102,38 @@ def test_a_short_text_alone_gets_the_vector_it_gets_beside_texts_of_its_own_leng
     np.testing.assert_allclose(unfilled, together[0], atol=1e-6)  # the same model, up to the kernel's rounding
 
 
-def test_this_cpus_matrix_products_are_row_independent_from_min_rows_up(minilm):
-    """What the filling relies on, checked on the machine that runs the tests: for every linear layer shape of the
-    encoder, a product of r >= MIN_ROWS rows gives each row the bits it gets in a product of 512 rows, and those the
-    bits of a 4,096-row product. Where a new CPU's BLAS switches kernels above MIN_ROWS (as an AVX-512 one did at
-    57-192 rows), this names the rows and MIN_ROWS must grow (embed module doc)."""
+def test_the_row_probe_holds_above_its_range_and_is_measured_once_per_machine(minilm, monkeypatch):
+    """embed.row_independent measures products of 1 to PROBE_ROWS rows on this machine and takes larger ones as
+    row-independent: checked here for MiniLM's layer shapes up to BIG_ROWS rows. The measurement is kept on disk."""
     import torch
 
-    shapes = sorted({tuple(m.weight.shape) for m in minilm.modules() if isinstance(m, torch.nn.Linear)})
-    assert shapes  # (out, in) of the attention, feed-forward and pooling layers
-    gen = torch.Generator().manual_seed(0)
+    shapes = linear_shapes(minilm)
+    assert (384, 1536) in shapes and (1536, 384) in shapes  # (out, in): feed-forward in and out
+    safe = row_independent(shapes, "cpu")
+    assert safe.shape == (PROBE_ROWS + 1,) and not safe[0] and safe[PROBE_ROWS]
+    gen = torch.Generator().manual_seed(1)
     for out_dim, in_dim in shapes:
-        x = torch.randn(4096, in_dim, generator=gen)
-        w, b = torch.randn(out_dim, in_dim, generator=gen), torch.randn(out_dim, generator=gen)
+        x, w = torch.randn(BIG_ROWS, in_dim, generator=gen), torch.randn(out_dim, in_dim, generator=gen)
         with torch.inference_mode():
-            ref = torch.nn.functional.linear(x[:512], w, b)
-            assert torch.equal(ref, torch.nn.functional.linear(x, w, b)[:512]), f"{in_dim} -> {out_dim}: 512 rows"
-            other = [r for r in range(MIN_ROWS, 512) if not torch.equal(torch.nn.functional.linear(x[:r], w, b),
-                                                                        ref[:r])]
-        assert not other, f"{in_dim} -> {out_dim}: rows {other[:5]}... get other bits than in a larger product"
+            big = torch.nn.functional.linear(x, w)
+            for r in (PROBE_ROWS + 1, 640, 1000, 2048, 3001, BIG_ROWS - 1):
+                assert torch.equal(torch.nn.functional.linear(x[:r], w), big[:r]), (in_dim, out_dim, r)
+    monkeypatch.setattr(embed, "_ROW_INDEPENDENT", {})
+    monkeypatch.setattr(embed, "_probe_rows", lambda *a: pytest.fail("measured again instead of read from disk"))
+    np.testing.assert_array_equal(row_independent(shapes, "cpu"), safe)
 
 
-def test_a_batch_is_filled_to_the_minimum_rows_with_its_own_texts_and_capped_in_tokens():
+def test_a_batch_is_filled_to_the_fewest_row_independent_rows_with_its_own_texts():
+    safe = np.arange(PROBE_ROWS + 1) >= 16  # one CPU: every product of 16 rows or more
     idx = np.array([4, 7])
-    assert filled(idx, 5, min_rows=16).tolist() == [4, 7, 4, 7]  # 4 texts x 5 tokens = 20 rows >= 16
-    assert filled(idx, 3, min_rows=16).tolist() == [4, 7, 4, 7, 4, 7]
-    assert filled(idx, 8, min_rows=16) is idx and filled(np.array([9]), 40, min_rows=16).tolist() == [9]
+    assert filled(idx, 5, safe).tolist() == [4, 7, 4, 7]  # 4 texts x 5 tokens = 20 rows >= 16
+    assert filled(idx, 3, safe).tolist() == [4, 7, 4, 7, 4, 7]
+    assert filled(idx, 8, safe) is idx and filled(np.array([9]), 40, safe).tolist() == [9]
+    holes = safe & ~((np.arange(PROBE_ROWS + 1) >= 57) & (np.arange(PROBE_ROWS + 1) <= 192))  # another: 57-192 too
+    assert filled(idx, 20, holes) is idx  # 40 rows
+    assert len(filled(idx, 30, holes)) == 7  # 60 rows are not row-independent there: 7 x 30 = 210 are
+    assert filled(np.arange(3), 600, np.zeros(PROBE_ROWS + 1, bool)).tolist() == [0, 1, 2]  # beyond the probe
+    assert len(filled(np.array([1]), 100, np.zeros(PROBE_ROWS + 1, bool))) == 6  # 600 rows > PROBE_ROWS
     lengths = [128] * 70 + [10] * 70
     batches = length_batches(lengths, 64, max_tokens=4096)
     assert [len(b) for b in batches] == [24, 23, 23, 35, 35]  # 128-token texts: at most 32 a batch; 10: at most 64
@@ -124,14 +142,11 @@ def test_a_batch_is_filled_to_the_minimum_rows_with_its_own_texts_and_capped_in_
 
 def test_the_batch_plan_is_equal_length_capped_batches_each_with_its_filled_run():
     lengths = [3, 128, 3, 128, 128, 7]
-    plan = batch_plan(lengths, 2)
+    safe = np.arange(PROBE_ROWS + 1) >= 16
+    plan = batch_plan(lengths, 2, safe)
     assert [b.tolist() for b, _ in plan] == [[1, 3], [4], [5], [0, 2]]  # longest first, input order within a length
-    for b, r in plan:  # each batch repeated until it holds MIN_ROWS token rows, and no further
-        n = lengths[b[0]]
-        assert r.tolist() == np.resize(b, len(r)).tolist() and len(r) >= len(b)
-        assert len(r) * n >= MIN_ROWS and (len(r) == len(b) or (len(r) - 1) * n < MIN_ROWS)
-    assert [len(r) for _, r in plan] == [-(-MIN_ROWS // 128)] * 2 + [-(-MIN_ROWS // 7), -(-MIN_ROWS // 3)]
-    assert batch_plan([], 4) == []
+    assert [r.tolist() for _, r in plan] == [[1, 3], [4], [5, 5, 5], [0, 2, 0, 2, 0, 2]]  # >= 16 rows
+    assert batch_plan([], 4, safe) == []
 
 
 def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):

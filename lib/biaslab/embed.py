@@ -5,21 +5,23 @@ that change its output (module configuration, max sequence length, normalisation
 checkpoint never reuses its base model's vectors, while a rerun with the same model costs nothing. Vectors
 live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
 encoding, and misses are encoded in batches of texts with the *same* token count (:func:`length_batches`):
-no text is ever padded, and a batch of fewer than ``MIN_ROWS`` token rows is filled with copies of its own texts
-(:func:`filled`), so a text's vector does not depend on which other texts were missing from the store when it was
-encoded. (The BLAS picks its matrix-product kernel by the number of rows, and where it picks another one a row's
-result changes in the last bits. On the first machine this ran on, products of fewer than 12 rows that are not a
-multiple of 4 did: a short text encoded alone got a vector up to 2.9e-7 away from its vector in a larger batch —
-``benchmarks/bench_batching.py``, measured before the filling. On an AVX-512 machine MiniLM's feed-forward output
-product (1,536 → 384) does so for 1–15 and for 57–192 rows, and identical above, checked up to 8,192; a 768-wide
-encoder's (3,072 → 768) for 1–384 rows; a test checks MiniLM's shapes on the machine that runs it. Padding changes
-the floating-point summation order: a padded text's vector differed from its unpadded one by up to 1.1e-7,
-measured, and the store keeps the first vector it gets — so stages used to write other bytes on a cold store than on
-a warm one.) Equal-length batches are also faster than sorted padded
-ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s; measured), and a batch holds at most ``MAX_BATCH_TOKENS``
-tokens (long texts: 32 a batch, a few per cent faster than 64 here, the same bytes). The fingerprint includes the
-batching scheme (``ENCODING``: equal lengths, filled to ``MIN_ROWS`` rows), so vectors stored under an earlier one
-(padded; or unfilled, before 2026-11-26) are not reused.
+no text is ever padded, and a batch whose token rows make a matrix product that this machine's BLAS computes
+another way is filled with copies of its own texts (:func:`filled`), so a text's vector does not depend on which
+other texts were missing from the store when it was encoded. The BLAS picks its kernel by the number of rows, and
+where it picks another one a row's result changes in the last bits. Which row counts do so depends on the CPU: on
+the first machine this ran on, products of 1–3, 5–7 and 9–11 rows (a short text encoded alone got a vector up to
+2.9e-7 away from its vector in a larger batch — ``benchmarks/bench_batching.py``, measured before the filling); on
+an AVX-512 machine, MiniLM's feed-forward output product (1,536 → 384) at 1–15 and 57–192 rows, a 768-wide
+encoder's (3,072 → 768) at 1–384. So it is measured on the machine, once, for the model's layer shapes
+(:func:`row_independent`), and a batch is filled to the fewest row-independent rows: on the AVX-512 machine the same
+bits as a fixed 256 rows, with fewer extra rows (2,000 sentences +2 % vs +4 %, 172 questions +16 % vs +79 %). (Padding
+changes the floating-point summation order too: a padded text's vector differed from its unpadded one by up to
+1.1e-7, measured, and the store keeps the first vector it gets — so stages used to write other bytes on a cold store
+than on a warm one.) Equal-length batches are also faster than sorted padded ones (1,268 GenderBias-QA passages:
+21.0 s vs 22.2 s; measured), and a batch holds at most ``MAX_BATCH_TOKENS`` tokens (long texts: 32 a batch, a few per
+cent faster than 64 here, the same bytes). The fingerprint includes the batching scheme (``ENCODING``), so vectors
+stored under an earlier one (padded; unfilled, before 2026-11-26; filled to a fixed row count, session 26) are not
+reused.
 
 With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
 one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
@@ -28,7 +30,10 @@ one JSON line — model, texts asked for, distinct texts, cache hits — so a st
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
+import platform
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,16 +43,17 @@ import numpy as np
 from .paths import cache_dir
 from .usage import record_usage
 
-# A batch's matrix products see batch x tokens rows; with too few rows the BLAS takes another kernel and a row's
-# result changes in the last bits (module doc: below 12 rows on one CPU, up to 192 rows for MiniLM on an AVX-512
-# one). Batches are filled up to this many rows. What filling to 256 instead of 16 costs depends on how many small
-# length groups a set has (measured: 1 % on 2,000 real sentences, 4 % on the 5,433 SEAT texts, 7 % on 688 passages;
-# the tiny bias cards of the integration test encode 1.6x the rows); 512 would cost 14 % on the sentences. A
-# 768-wide encoder on that AVX-512 CPU would need 385.
-MIN_ROWS = 256
+# A batch's matrix products see batch x tokens rows, and the BLAS picks its kernel by the number of rows: where it
+# picks another one, a row's result changes in the last bits (module doc). Which row counts do so depends on the CPU
+# (one machine: 1-3, 5-7, 9-11; an AVX-512 one, for MiniLM: 1-15 and 57-192), so it is measured on the machine
+# (row_independent): products of 1 to PROBE_ROWS rows against one of BIG_ROWS rows, for each linear layer shape of
+# the model; above PROBE_ROWS a product is taken as row-independent (a unit test checks MiniLM's shapes up to
+# BIG_ROWS). A batch is filled with copies of its own texts to the fewest rows that are row-independent (filled).
+PROBE_ROWS = 512
+BIG_ROWS = 4096
 # How vectors are computed; part of the fingerprint (module doc), so a store's vectors computed another way are not
 # reused. The token cap below changes no bytes (measured) and is not part of it.
-ENCODING = f"unpadded-length-batches;filled-to-{MIN_ROWS}-rows"
+ENCODING = "unpadded-length-batches;filled-to-row-independent-products"
 MAX_BATCH_TOKENS = 4096  # at most this many tokens (rows) a batch: long texts 32 a batch (benchmarks/bench_batching.py)
 
 
@@ -69,21 +75,94 @@ def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | No
     return out
 
 
-def filled(idx: np.ndarray, length: int, min_rows: int = MIN_ROWS) -> np.ndarray:
-    """``idx`` (a batch of texts of ``length`` tokens each) repeated until the batch holds at least ``min_rows``
-    token rows; its first ``len(idx)`` entries are ``idx``. Encode the filled batch, keep the first ``len(idx)``
-    results: a text's vector is then the one any batch of enough rows gives it (module doc)."""
-    need = -(-min_rows // max(int(length), 1))
-    return idx if len(idx) >= need else np.resize(idx, need)
+def linear_shapes(model) -> tuple[tuple[int, int], ...]:
+    """The (out, in) shapes of a model's linear layers: the matrix products whose rows a batch sets."""
+    import torch
+
+    return tuple(sorted({tuple(m.weight.shape) for m in model.modules() if isinstance(m, torch.nn.Linear)}))
 
 
-def batch_plan(lengths: Sequence[int], batch_size: int) -> list[tuple[np.ndarray, np.ndarray]]:
+_ROW_INDEPENDENT: dict[str, np.ndarray] = {}
+
+
+@functools.cache
+def _cpu() -> tuple[str, ...]:
+    cpu = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            lines = f.read().split("\n\n", 1)[0].splitlines()
+        cpu += [ln for ln in lines if ln.startswith(("model name", "flags"))]
+    except OSError:
+        pass
+    return tuple(cpu)
+
+
+def _machine() -> list[str]:
+    """What decides the BLAS's kernels: the CPU (model and instruction-set flags), torch and its thread count."""
+    import torch
+
+    return [*_cpu(), torch.__version__, str(torch.get_num_threads())]
+
+
+def row_independent(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarray:
+    """``safe[r]`` for r = 0 … ``PROBE_ROWS``: whether a product of r rows gives every row the bits that a product of
+    ``BIG_ROWS`` rows gives it, for every (out, in) shape in ``shapes`` on ``device`` — measured on random matrices
+    once per machine (≈ 1.5 s for MiniLM's three shapes) and kept under ``<cache>/blas/``."""
+    key = hashlib.sha256(json.dumps([_machine(), str(device), [list(s) for s in shapes]]).encode()).hexdigest()[:24]
+    if key in _ROW_INDEPENDENT:
+        return _ROW_INDEPENDENT[key]
+    path = cache_dir() / "blas" / f"{key}.json"
+    try:
+        safe = np.array(json.loads(path.read_text())["row_independent"], dtype=bool)
+    except (OSError, ValueError, KeyError):
+        safe = np.zeros(0, bool)
+    if len(safe) != PROBE_ROWS + 1:
+        from .io import write_json
+
+        safe = _probe_rows(shapes, device)
+        write_json(path, {"machine": _machine(), "device": str(device), "shapes": [list(s) for s in shapes],
+                          "big_rows": BIG_ROWS, "row_independent": safe.tolist()})
+    _ROW_INDEPENDENT[key] = safe
+    return safe
+
+
+def _probe_rows(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarray:
+    import torch
+    import torch.nn.functional as F
+
+    safe = np.ones(PROBE_ROWS + 1, bool)
+    safe[0] = False
+    gen = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        for out_dim, in_dim in shapes:
+            x, w, b = (torch.randn(*size, generator=gen).to(device)
+                       for size in ((BIG_ROWS, in_dim), (out_dim, in_dim), (out_dim,)))
+            big = F.linear(x, w, b)
+            for r in np.flatnonzero(safe):
+                safe[r] = torch.equal(F.linear(x[:r], w, b), big[:r])
+    return safe
+
+
+def filled(idx: np.ndarray, length: int, safe: np.ndarray) -> np.ndarray:
+    """``idx`` (a batch of texts of ``length`` tokens each) repeated to the fewest texts whose token rows form a
+    row-independent product (``safe``, from :func:`row_independent`; more than ``PROBE_ROWS`` rows count as such);
+    its first ``len(idx)`` entries are ``idx``. Encode the filled batch, keep the first ``len(idx)`` results: a text's
+    vector is then the one any large batch gives it (module doc)."""
+    length, k = max(int(length), 1), len(idx)
+    while k * length <= PROBE_ROWS and not safe[k * length]:
+        k += 1
+    return idx if k == len(idx) else np.resize(idx, k)
+
+
+def batch_plan(lengths: Sequence[int], batch_size: int, safe: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """How the library encodes texts of these token ``lengths``: (batch, filled batch) index pairs — equal token
-    counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS`` tokens (:func:`length_batches`), each filled to
-    ``MIN_ROWS`` rows (:func:`filled`). Encode the filled batch and keep its first ``len(batch)`` results. The one
-    recipe for sentence vectors, layer states and the shared frozen bottom (:mod:`biaslab.frozen`)."""
+    counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS`` tokens (:func:`length_batches`), each filled to a
+    row-independent product (:func:`filled`, ``safe`` from :func:`row_independent`). Encode the filled batch and keep
+    its first ``len(batch)`` results. The one recipe for sentence vectors, layer states and the shared frozen bottom
+    (:mod:`biaslab.frozen`)."""
     lengths = np.asarray(lengths, dtype=np.int64)
-    return [(idx, filled(idx, lengths[idx[0]])) for idx in length_batches(lengths, batch_size, MAX_BATCH_TOKENS)]
+    return [(idx, filled(idx, lengths[idx[0]], safe))
+            for idx in length_batches(lengths, batch_size, MAX_BATCH_TOKENS)]
 
 
 def token_lengths(model, texts: Sequence[str], chunk: int = 4096) -> np.ndarray:
@@ -179,10 +258,11 @@ class Encoder:
 
     def _batches(self, texts: list[str], show_progress: bool | None, desc: str):
         """(batch, filled batch) pairs: equal token counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS``
-        tokens, each filled to ``MIN_ROWS`` rows (module doc)."""
+        tokens, each filled to a row-independent product (module doc)."""
         from .runtime import progress
 
-        plan = batch_plan(self._token_lengths(texts), self.batch_size)
+        safe = row_independent(linear_shapes(self.model), str(self.model.device))
+        plan = batch_plan(self._token_lengths(texts), self.batch_size, safe)
         yield from progress(plan, desc=desc, unit="batch", disable=not show_progress or len(plan) <= 1)
 
     def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:

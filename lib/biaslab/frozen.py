@@ -16,7 +16,7 @@ Three users, one mechanism (and one store, :class:`StateBank`: per text its stat
 
 The top layers are the model's own ``nn.Module`` layers called with the attention mask transformers builds for
 them (``create_bidirectional_mask``). :class:`FrozenBottom` batches as :class:`biaslab.embed.Encoder` does (equal
-token counts, no padding, at least ``embed.MIN_ROWS`` rows), so its embeddings equal the full forward pass's bit
+token counts, no padding, filled to a row-independent product), so its embeddings equal the full forward pass's bit
 for bit (tested: ``tests/test_frozen.py``); the training users' padded batches equal it up to floating-point
 summation order.
 """
@@ -129,15 +129,23 @@ class FrozenBottom:
         return mine.keys() == self._reference.keys() and all(
             torch.equal(mine[k].to("cpu"), self._reference[k].to("cpu")) for k in mine)
 
+    def _row_independent(self) -> np.ndarray:
+        """The row counts this machine multiplies row-independently for the encoder's layer shapes (the top
+        layers' shapes are the base's)."""
+        from .embed import linear_shapes, row_independent
+
+        return row_independent(linear_shapes(self.base), str(self.base.device))
+
     def states(self, texts: Sequence[str]) -> list[np.ndarray]:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
-        filled to ``embed.MIN_ROWS`` rows, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
+        filled to a row-independent product, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
         the embeddings built on them are the full forward pass's, bit for bit."""
         from .embed import batch_plan, token_lengths
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._states]
         if missing:
-            batches = [run for _, run in batch_plan(token_lengths(self.base, missing), self.batch_size)]
+            batches = [run for _, run in batch_plan(token_lengths(self.base, missing), self.batch_size,
+                                                    self._row_independent())]
             computed = bottom_states(self._hf(self.base), self.base.preprocess, missing, n_frozen=self.n_frozen,
                                      batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
                                      batches=batches)
@@ -159,8 +167,8 @@ class FrozenBottom:
         _, layers = encoder_stack(hf)
         device = next(hf.parameters()).device
         states = self.states(texts)
-        # equal token counts per batch, filled to MIN_ROWS rows: the top layers never pad, as biaslab.embed.Encoder
-        plan = batch_plan([len(s) for s in states], self.batch_size)
+        # equal token counts per batch, filled to a row-independent product: the top layers never pad, as the Encoder
+        plan = batch_plan([len(s) for s in states], self.batch_size, self._row_independent())
         out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
         was_training = st_model.training
         st_model.eval()
