@@ -5,9 +5,9 @@ encoded in?
 
 ``biaslab.embed.Encoder`` encodes the texts missing from the embedding store in batches of equal token count (no
 padding), at most ``common.batch_size`` texts and ``embed.MAX_BATCH_TOKENS`` tokens each, and fills a batch whose
-token rows this CPU multiplies another way (``embed.row_independent``) with copies of its own texts. Measured with the library's Encoder (store
-off) on the project's MiniLM at ``cards.max_seq_length``, on short real sentences (SEAT, SBIC, IndiBias) and on
-GenderBias-QA passages (most cut at the truncation length: what the costliest stages embed):
+token rows this CPU multiplies another way (``embed.row_independent``) with copies of its own texts. Measured with the
+library's Encoder (store off) on the project's MiniLM at ``cards.max_seq_length``, on short real sentences (SEAT,
+SBIC, IndiBias) and on GenderBias-QA passages (most cut at the truncation length: what the costliest stages embed):
 
 * **speed** — texts per second at each batch size with no token cap (median of ``--rounds`` interleaved rounds),
   and the library's own setting (``library_default``: ``common.batch_size`` with the cap);
@@ -120,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
                              "threads": torch.get_num_threads()},
                  "max_seq_length": params.cards.max_seq_length,
-                 "row_dependent_rows": [int(r) for r in np.flatnonzero(
-                     ~embed.row_independent(embed.linear_shapes(model), "cpu"))[1:]],
+                 "row_dependent_rows": [int(r) for r in np.flatnonzero(~embed.model_row_independent(model))[1:]],
                  "max_batch_tokens": embed.MAX_BATCH_TOKENS}
     sets, out["sets"] = text_sets(args.texts, args.passages)
     for name, texts in sets.items():

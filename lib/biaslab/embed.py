@@ -107,7 +107,7 @@ def _machine() -> list[str]:
 def row_independent(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarray:
     """``safe[r]`` for r = 0 … ``PROBE_ROWS``: whether a product of r rows gives every row the bits that a product of
     ``BIG_ROWS`` rows gives it, for every (out, in) shape in ``shapes`` on ``device`` — measured on random matrices
-    once per machine (≈ 1.5 s for MiniLM's three shapes) and kept under ``<cache>/blas/``."""
+    once per machine (1.9 s for MiniLM's three shapes here) and kept under ``<cache>/blas/``."""
     key = hashlib.sha256(json.dumps([_machine(), str(device), [list(s) for s in shapes]]).encode()).hexdigest()[:24]
     if key in _ROW_INDEPENDENT:
         return _ROW_INDEPENDENT[key]
@@ -124,6 +124,11 @@ def row_independent(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarra
                           "big_rows": BIG_ROWS, "row_independent": safe.tolist()})
     _ROW_INDEPENDENT[key] = safe
     return safe
+
+
+def model_row_independent(model) -> np.ndarray:
+    """:func:`row_independent` for a loaded model: its linear layer shapes, on its device."""
+    return row_independent(linear_shapes(model), str(model.device))
 
 
 def _probe_rows(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarray:
@@ -261,8 +266,7 @@ class Encoder:
         tokens, each filled to a row-independent product (module doc)."""
         from .runtime import progress
 
-        safe = row_independent(linear_shapes(self.model), str(self.model.device))
-        plan = batch_plan(self._token_lengths(texts), self.batch_size, safe)
+        plan = batch_plan(self._token_lengths(texts), self.batch_size, model_row_independent(self.model))
         yield from progress(plan, desc=desc, unit="batch", disable=not show_progress or len(plan) <= 1)
 
     def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:

@@ -129,23 +129,16 @@ class FrozenBottom:
         return mine.keys() == self._reference.keys() and all(
             torch.equal(mine[k].to("cpu"), self._reference[k].to("cpu")) for k in mine)
 
-    def _row_independent(self) -> np.ndarray:
-        """The row counts this machine multiplies row-independently for the encoder's layer shapes (the top
-        layers' shapes are the base's)."""
-        from .embed import linear_shapes, row_independent
-
-        return row_independent(linear_shapes(self.base), str(self.base.device))
-
     def states(self, texts: Sequence[str]) -> list[np.ndarray]:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
         filled to a row-independent product, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
         the embeddings built on them are the full forward pass's, bit for bit."""
-        from .embed import batch_plan, token_lengths
+        from .embed import batch_plan, model_row_independent, token_lengths
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._states]
         if missing:
             batches = [run for _, run in batch_plan(token_lengths(self.base, missing), self.batch_size,
-                                                    self._row_independent())]
+                                                    model_row_independent(self.base))]
             computed = bottom_states(self._hf(self.base), self.base.preprocess, missing, n_frozen=self.n_frozen,
                                      batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
                                      batches=batches)
@@ -157,7 +150,7 @@ class FrozenBottom:
         on the shared states, then its own pooling / normalisation modules."""
         import torch
 
-        from .embed import batch_plan
+        from .embed import batch_plan, model_row_independent
         from .runtime import progress
 
         if not self.shares(st_model):
@@ -168,7 +161,7 @@ class FrozenBottom:
         device = next(hf.parameters()).device
         states = self.states(texts)
         # equal token counts per batch, filled to a row-independent product: the top layers never pad, as the Encoder
-        plan = batch_plan([len(s) for s in states], self.batch_size, self._row_independent())
+        plan = batch_plan([len(s) for s in states], self.batch_size, model_row_independent(st_model))
         out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
         was_training = st_model.training
         st_model.eval()
