@@ -189,7 +189,7 @@ def test_the_batching_benchmark_names_the_texts_whose_vector_changed_and_by_how_
 def test_the_batching_benchmark_switches_the_filling_and_the_token_cap_off_and_back(minilm):
     import numpy as np
 
-    from biaslab.embed import Encoder, filled, linear_shapes, row_independent
+    from biaslab.embed import Encoder, filled, model_row_independent
 
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     long = [f"passage {i} " + "word " * 200 for i in range(40)]  # one token count, over 100
@@ -203,7 +203,7 @@ def test_the_batching_benchmark_switches_the_filling_and_the_token_cap_off_and_b
     with batching.uncapped():
         assert sizes(long) == [(40, 40)]
     # "Hi." is 4 tokens with [CLS] and [SEP]: copies up to a product this CPU computes row-independently
-    n = len(filled(np.array([0]), 4, row_independent(linear_shapes(minilm), "cpu")))
+    n = len(filled(np.array([0]), 4, model_row_independent(minilm)))
     assert sizes(["Hi."]) == [(1, n)]
     with batching.unfilled():
         assert sizes(["Hi."]) == [(1, 1)]

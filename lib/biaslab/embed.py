@@ -108,7 +108,8 @@ def row_independent(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarra
     """``safe[r]`` for r = 0 … ``PROBE_ROWS``: whether a product of r rows gives every row the bits that a product of
     ``BIG_ROWS`` rows gives it, for every (out, in) shape in ``shapes`` on ``device`` — measured on random matrices
     once per machine (1.9 s for MiniLM's three shapes here) and kept under ``<cache>/blas/``."""
-    key = hashlib.sha256(json.dumps([_machine(), str(device), [list(s) for s in shapes]]).encode()).hexdigest()[:24]
+    what = {"machine": _machine(), "device": str(device), "shapes": [list(s) for s in shapes]}
+    key = hashlib.sha256(json.dumps(list(what.values())).encode()).hexdigest()[:24]
     if key in _ROW_INDEPENDENT:
         return _ROW_INDEPENDENT[key]
     path = cache_dir() / "blas" / f"{key}.json"
@@ -120,8 +121,7 @@ def row_independent(shapes: Sequence[tuple[int, int]], device: str) -> np.ndarra
         from .io import write_json
 
         safe = _probe_rows(shapes, device)
-        write_json(path, {"machine": _machine(), "device": str(device), "shapes": [list(s) for s in shapes],
-                          "big_rows": BIG_ROWS, "row_independent": safe.tolist()})
+        write_json(path, {**what, "big_rows": BIG_ROWS, "row_independent": safe.tolist()})
     _ROW_INDEPENDENT[key] = safe
     return safe
 
