@@ -29,6 +29,16 @@ def model_dir(name: str) -> Path:
     return models.preflight([name], PARAMS.models)[name]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_warm_interpreters_left(tmp_path_factory):
+    """The warm interpreters the session's stages started (biaslab.forkkernel; they run in the session's temporary
+    folders) stop with it instead of idling on after the tests."""
+    yield
+    from biaslab import forkkernel
+
+    forkkernel.stop_servers(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(autouse=True)
 def _test_cache(monkeypatch):
     """Tests use their own cache folder, never the pipeline's. It persists between local runs so the one-off
