@@ -147,3 +147,23 @@ def test_the_world_ignores_per_launch_variables_and_nothing_else():
     assert forkkernel.world(base, "/x") != forkkernel.world({**base, "HF_HUB_OFFLINE": "1"}, "/x")
     assert forkkernel.world(base, "/x") != forkkernel.world(base, "/y")
     assert not forkkernel.enabled({"BIASLAB_FORK_KERNELS": "0"})
+
+
+def test_trouble_finding_a_server_means_a_fresh_kernel(tmp_path, monkeypatch):
+    from jupyter_client import KernelManager
+
+    monkeypatch.setenv("BIASLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JUPYTER_PATH", str(run.ensure_kernel()))
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("BIASLAB_CACHE_DIR", str(tmp_path / "file" / "cache"))  # no marker can be written there
+    km = KernelManager(kernel_name=run.KERNEL_NAME)
+    km.start_kernel(cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=90)
+        reply, out = execute(kc, "import os, sys\nprint('torch' in sys.modules, os.getppid())")
+        assert reply["status"] == "ok" and out.split() == ["False", str(os.getpid())]  # a fresh kernel, our child
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

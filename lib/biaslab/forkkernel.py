@@ -195,11 +195,15 @@ def launch(argv: list[str]) -> int:
     """Run a kernel for ``argv`` (ipykernel's arguments): forked from a warm server when there is one."""
     if not enabled():
         cold(argv)
-    key = world()
-    conn = connect(key)
-    if conn is None:
-        if seen(key):
-            start_server(key)
+    try:
+        key = world()
+        conn = connect(key)
+        if conn is None:
+            if seen(key):
+                start_server(key)
+            cold(argv)
+    except Exception as err:  # forking only saves time: any trouble finding a server means a fresh kernel
+        print(f"biaslab.forkkernel: starting a fresh kernel ({type(err).__name__}: {err})", file=sys.stderr)
         cold(argv)
     parent = os.getppid()
     lifeline_r, lifeline_w = os.pipe()
