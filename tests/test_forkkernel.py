@@ -54,9 +54,29 @@ def execute(kc, code: str, timeout: float = 60) -> tuple[dict, str]:
     return reply_to(kc, msg_id, timeout), "".join(printed)
 
 
+class Server:
+    """The warm interpreter working in a folder (found, not started, by the test: the launcher starts it)."""
+
+    def __init__(self, folder):
+        self.folder = os.path.realpath(folder)
+
+    @property
+    def pid(self) -> int | None:
+        for proc in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{proc}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+                if b"--serve" in argv and os.readlink(f"/proc/{proc}/cwd") == self.folder:
+                    return int(proc)
+            except (OSError, ValueError):
+                continue
+        return None
+
+
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
-    """A server for this test's world, and a way to start kernels through the project's kernelspec."""
+    """A way to start kernels through the project's kernelspec in this test's own world. Its first kernel is fresh
+    (the world's first launch); the second starts the world's warm interpreter, waits for it and is forked."""
     from jupyter_client import KernelManager
 
     tmp = tmp_path_factory.mktemp("forkkernel")
@@ -66,14 +86,6 @@ def warm(tmp_path_factory):
     os.environ["JUPYTER_PATH"] = str(run.ensure_kernel())
     world_env = dict(os.environ)  # the server's world (each test's own cache setting is put back to this)
     try:
-        key = subprocess.run([sys.executable, "-m", "biaslab.forkkernel", "--world"], cwd=tmp, check=True,
-                             capture_output=True, text=True).stdout.strip()
-        server = subprocess.Popen([sys.executable, "-m", "biaslab.forkkernel", "--serve", key], cwd=tmp,
-                                  start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not forkkernel.listening(key) and time.monotonic() < deadline:
-            time.sleep(0.05)
-
         def start(**per_launch):
             os.environ.clear()
             os.environ.update(world_env, **per_launch)
@@ -84,16 +96,44 @@ def warm(tmp_path_factory):
             kc.wait_for_ready(timeout=90)
             return km, kc
 
+        server = Server(tmp)
+
+        def warmed():  # launch throwaway kernels until the world's server is up (at most two: fresh, then forked)
+            for _ in range(2):
+                if server.pid is None:
+                    km, _kc = start()
+                    _kc.stop_channels()
+                    km.shutdown_kernel(now=True)
+            return server
+
+        start.warmed = warmed
         yield start, server, tmp, world_env
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        server.kill()
-        server.wait()
+        forkkernel.stop_servers(tmp)
+
+
+def test_the_first_kernel_of_a_world_is_fresh_and_the_second_forked(warm):
+    start, server, _, _ = warm
+    for expected in ("fresh", "forked"):
+        km, kc = start()
+        try:
+            reply, out = execute(kc, "import os, sys\nprint('torch' in sys.modules, os.getppid())")
+            assert reply["status"] == "ok", reply
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+        preloaded, ppid = out.split()
+        if expected == "fresh":
+            assert preloaded == "False" and int(ppid) == os.getpid() and server.pid is None
+        else:
+            assert preloaded == "True" and int(ppid) == server.pid
 
 
 def test_a_forked_kernel_sees_what_a_fresh_one_would(warm):
     start, server, tmp, _ = warm
+    start.warmed()
     km, kc = start(BIASLAB_KERNEL_RUSAGE=str(tmp / "rusage.json"), BIASLAB_EMBED_STATS="per-launch-value")
     try:
         reply, out = execute(kc, "import os, sys\nprint('torch' in sys.modules, os.getppid(), os.getpid(), "
@@ -121,7 +161,8 @@ def test_a_forked_kernel_sees_what_a_fresh_one_would(warm):
 
 
 def test_a_forked_kernel_dies_with_the_process_that_started_it(warm):
-    _, server, tmp, world_env = warm
+    start, server, tmp, world_env = warm
+    start.warmed()
     code = ("import os, sys, time\nfrom jupyter_client import KernelManager\nfrom biaslab import run\n"
             "km = KernelManager(kernel_name=run.KERNEL_NAME); km.start_kernel(cwd=sys.argv[1])\n"
             "kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=90)\n"

@@ -14,9 +14,10 @@ How.
   folders' modification times) and the environment minus the variables that change with every launch
   (``PER_LAUNCH``). A server for that world answers on an abstract Unix socket named after it (Linux; the
   server accepts only its own user, checked with ``SO_PEERCRED``).
-- No server yet → the launcher replaces itself (``exec``) with ``python -m ipykernel_launcher``, exactly the kernel
-  it ran before this module existed; from the second launch of a world on (a marker file under the cache folder), it first starts a
-  server in the background, and the next stage finds it warm.
+- No server yet → on a world's first launch (no marker file under the cache folder yet) the launcher replaces
+  itself (``exec``) with ``python -m ipykernel_launcher``, exactly the kernel it ran before this module existed;
+  on a later launch it starts the world's server in the background and waits for it (its imports take what the
+  fresh kernel's own would), so its kernel is already forked and keeps the server alive through the stage.
 - A server imports ``PRELOAD`` once (with the matplotlib backend a kernel sets), then forks a child per request.
   The child takes the launcher's stdin, stdout and stderr, environment, working directory and arguments, and
   runs ipykernel as a fresh kernel would: ipykernel itself and every ``biaslab`` module are imported in the
@@ -67,6 +68,7 @@ PER_LAUNCH = frozenset({"JPY_PARENT_PID", "JPY_SESSION_NAME", "JPY_INTERRUPT_EVE
                         "COLUMNS"})
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"  # what ipykernel sets when MPLBACKEND is unset
 READY_TIMEOUT = 60.0  # a launcher waits this long for a busy or still-importing server, then starts cold
+BIND_TIMEOUT = 20.0  # and this long for a server it started to bind its socket
 
 
 def enabled(environ=os.environ) -> bool:
@@ -199,9 +201,17 @@ def launch(argv: list[str]) -> int:
         key = world()
         conn = connect(key)
         if conn is None:
-            if seen(key):
-                start_server(key)
-            cold(argv)
+            if not seen(key):
+                cold(argv)
+            # a world's second launch: start its server and wait for it (its imports take what a fresh kernel's
+            # own would), so it has this kernel to keep it alive however long the stage runs
+            start_server(key)
+            deadline = time.monotonic() + BIND_TIMEOUT
+            while not listening(key) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            conn = connect(key)
+            if conn is None:
+                cold(argv)
     except Exception as err:  # forking only saves time: any trouble finding a server means a fresh kernel
         print(f"biaslab.forkkernel: starting a fresh kernel ({type(err).__name__}: {err})", file=sys.stderr)
         cold(argv)
