@@ -58,19 +58,12 @@ class Server:
     """The warm interpreter working in a folder (found, not started, by the test: the launcher starts it)."""
 
     def __init__(self, folder):
-        self.folder = os.path.realpath(folder)
+        self.folder = folder
 
     @property
     def pid(self) -> int | None:
-        for proc in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{proc}/cmdline", "rb") as fh:
-                    argv = fh.read().split(b"\0")
-                if b"--serve" in argv and os.readlink(f"/proc/{proc}/cwd") == self.folder:
-                    return int(proc)
-            except (OSError, ValueError):
-                continue
-        return None
+        found = forkkernel.servers(self.folder)
+        return found[0] if found else None
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from biaslab import run
+from biaslab import forkkernel, run
 from biaslab import stages as stage_decl
 from biaslab.paths import copy_project
 
@@ -336,12 +336,11 @@ def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_
                 if "ipykernel" in " ".join(child.cmdline()):
                     return child, "fresh"
                 if "biaslab.forkkernel" in child.cmdline():  # the launcher
-                    for server in psutil.process_iter():
+                    for server in forkkernel.servers(root):
                         with contextlib.suppress(psutil.Error):
-                            if "--serve" in server.cmdline() and Path(server.cwd()) == root.resolve():
-                                for kernel in server.children():
-                                    if kernel.create_time() >= child.create_time():
-                                        return kernel, "forked"
+                            for kernel in psutil.Process(server).children():
+                                if kernel.create_time() >= child.create_time():
+                                    return kernel, "forked"
         return None, None
 
     kernel = kind = None

@@ -309,10 +309,9 @@ def _child(request: dict, fds: list[int], closing: list[socket.socket]) -> None:
 
 
 def _write_rusage(path: str, pid: int, maxrss_kb: int | None) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"pid": pid, "maxrss_kb": maxrss_kb}, fh)
-    os.replace(tmp, path)
+    from .io import write_json  # atomic; never creates the runner's scratch folder again once it is gone
+
+    write_json(path, {"pid": pid, "maxrss_kb": maxrss_kb})
 
 
 def serve(key: str, idle_seconds: float) -> int:
@@ -399,10 +398,9 @@ def serve(key: str, idle_seconds: float) -> int:
     return 0
 
 
-def stop_servers(under: str | Path | None = None) -> list[int]:
-    """Stop this user's warm interpreters (those working in a folder under ``under``, or all); their running
-    kernels end with them. Returns the stopped pids. ``python -m biaslab.forkkernel --stop [FOLDER]``."""
-    stopped = []
+def servers(under: str | Path | None = None) -> list[int]:
+    """The pids of this user's warm interpreters (those working in a folder under ``under``, or all)."""
+    found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -410,12 +408,21 @@ def stop_servers(under: str | Path | None = None) -> list[int]:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             if b"biaslab.forkkernel" not in argv or b"--serve" not in argv or proc.stat().st_uid != os.getuid():
                 continue
-            if under is not None and not Path(os.readlink(proc / "cwd")).is_relative_to(Path(under).resolve()):
-                continue
-            os.kill(int(proc.name), signal.SIGTERM)
-            stopped.append(int(proc.name))
+            if under is None or Path(os.readlink(proc / "cwd")).is_relative_to(Path(under).resolve()):
+                found.append(int(proc.name))
         except OSError:
             continue
+    return found
+
+
+def stop_servers(under: str | Path | None = None) -> list[int]:
+    """Stop this user's warm interpreters (:func:`servers`); their running kernels end with them. Returns the
+    stopped pids. ``python -m biaslab.forkkernel --stop [FOLDER]``."""
+    stopped = []
+    for pid in servers(under):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(pid)
     return stopped
 
 
