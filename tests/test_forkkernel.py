@@ -109,19 +109,27 @@ def warm(tmp_path_factory):
 
 def test_the_first_kernel_of_a_world_is_fresh_and_the_second_forked(warm):
     start, server, _, _ = warm
+    shown = {}
     for expected in ("fresh", "forked"):
         km, kc = start()
         try:
-            reply, out = execute(kc, "import os, sys\nprint('torch' in sys.modules, os.getppid())")
+            # a wide table's text, as a notebook stores it: the server imported pandas outside a kernel
+            reply, out = execute(kc, "import os, sys\npreloaded = 'torch' in sys.modules\nimport pandas as pd\n"
+                                     "print(preloaded, os.getppid(), pd.get_option('display.max_columns'))\n"
+                                     "print(repr(pd.DataFrame([[f'column value {i}' for i in range(12)]])))")
             assert reply["status"] == "ok", reply
         finally:
             kc.stop_channels()
             km.shutdown_kernel(now=True)
-        preloaded, ppid = out.split()
+        first, table = out.split("\n", 1)
+        preloaded, ppid, shown[expected] = first.split(maxsplit=2)
+        shown[expected] += table
         if expected == "fresh":
             assert preloaded == "False" and int(ppid) == os.getpid() and server.pid is None
         else:
             assert preloaded == "True" and int(ppid) == server.pid
+    assert "..." not in shown["fresh"]
+    assert shown["forked"] == shown["fresh"]
 
 
 def test_a_forked_kernel_sees_what_a_fresh_one_would(warm):

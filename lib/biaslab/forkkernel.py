@@ -330,6 +330,11 @@ def serve(key: str, idle_seconds: float) -> int:
     for name in PRELOAD:
         with contextlib.suppress(Exception):  # a library that fails to import fails again, visibly, in the kernel
             importlib.import_module(name)
+    if "pandas" in sys.modules:
+        # pandas picks display.max_columns when imported: 20 inside a Jupyter kernel, 0 (fit the terminal's width,
+        # which truncates wide tables to "...") in a plain interpreter such as this one (pandas/core/config_init.py,
+        # is_terminal). A forked kernel must print tables as a fresh kernel does.
+        sys.modules["pandas"].set_option("display.max_columns", 20)
     if os.environ.get("MPLBACKEND") == INLINE_BACKEND and "MPLBACKEND" not in environ:
         del os.environ["MPLBACKEND"]  # the child's ipykernel sets it again, as a cold kernel's does
     # variables the imports set (a cold kernel's imports set them too): the child keeps them over its launcher's
