@@ -117,6 +117,46 @@ def test_equalized_odds_gaps_multiclass_by_hand():
         equalized_odds_gaps(y, p, a[:-1])
 
 
+def test_eo_gaps_equal_a_class_by_class_computation_to_the_bit():
+    """The bootstrap's eo_gaps (every class at once) against the definition computed class by class: the same
+    floats, not just close ones — claims.csv's intervals must not move with the implementation."""
+    from biaslab.metrics.fairness import eo_gaps
+
+    def by_class(y, p, gidx, n_groups, classes):
+        tpr_gap = fpr_gap = 0.0
+        rates = []
+        for cls in classes:
+            hit, pos = p == cls, y == cls
+            tpr = hit[pos].mean() if pos.sum() else np.nan
+            fpr = hit[~pos].mean() if (~pos).sum() else np.nan
+            gp = np.bincount(gidx[pos], minlength=n_groups).astype(float)
+            gtp = np.bincount(gidx[pos & hit], minlength=n_groups).astype(float)
+            gn = np.bincount(gidx[~pos], minlength=n_groups).astype(float)
+            gfp = np.bincount(gidx[~pos & hit], minlength=n_groups).astype(float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                tpr_a, fpr_a = gtp / gp, gfp / gn
+            tpr_gap += float(np.nansum(np.abs(tpr_a - tpr)))
+            fpr_gap += float(np.nansum(np.abs(fpr_a - fpr)))
+            rates.append((cls, tpr_a, fpr_a, tpr, fpr, gp + gn))
+        return tpr_gap, fpr_gap, rates
+
+    rng = np.random.default_rng(3)
+    for n_groups in (1, 2, 3, 5, 9):
+        for n_classes in (2, 5, 21):
+            n = int(rng.integers(5, 300))
+            y, p = rng.integers(0, n_classes, n), rng.integers(0, n_classes, n)
+            agree = rng.random(n) < 0.5  # true positives in every class
+            p[agree] = y[agree]
+            gidx = rng.integers(0, n_groups, n)
+            # every class; the positive class alone (binary); classes absent from the rows and unsorted
+            for classes in (np.unique(np.concatenate([y, p])), np.array([n_classes - 1]),
+                            np.array([n_classes + 3, 1, 0])):
+                got, want = eo_gaps(y, p, gidx, n_groups, classes), by_class(y, p, gidx, n_groups, classes)
+                assert got[:2] == want[:2], (n_groups, n_classes, classes)
+                for g, w in zip(got[2], want[2], strict=True):
+                    assert g[0] == w[0] and all(np.array_equal(a, b, equal_nan=True) for a, b in zip(g[1:], w[1:]))
+
+
 def test_inlp_removes_the_protected_direction_and_keeps_the_task():
     from sklearn.linear_model import LogisticRegression
 
