@@ -154,7 +154,7 @@ def test_eo_gaps_equal_a_class_by_class_computation_to_the_bit():
                 got, want = eo_gaps(y, p, gidx, n_groups, classes), by_class(y, p, gidx, n_groups, classes)
                 assert got[:2] == want[:2], (n_groups, n_classes, classes)
                 for g, w in zip(got[2], want[2], strict=True):
-                    assert g[0] == w[0] and all(np.array_equal(a, b, equal_nan=True) for a, b in zip(g[1:], w[1:]))
+                    assert g[0] == w[0] and all(np.array_equal(a, b, equal_nan=True) for a, b in zip(g[1:], w[1:], strict=True))
 
 
 def test_inlp_removes_the_protected_direction_and_keeps_the_task():
