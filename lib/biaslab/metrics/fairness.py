@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
+
+
+class Rates(NamedTuple):
+    """The per-(class, group) rates behind :func:`eo_gaps`: one row per class, one column per group."""
+
+    classes: np.ndarray  # [k]
+    tpr: np.ndarray  # [k, groups] TPR_{y,a}
+    fpr: np.ndarray  # [k, groups] FPR_{y,a}
+    tpr_all: np.ndarray  # [k] TPR_y over all rows
+    fpr_all: np.ndarray  # [k] FPR_y over all rows
+    rows: np.ndarray  # [k, groups] rows per group
 
 
 def _class_index(values: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -22,9 +34,9 @@ def _cells(keep: np.ndarray, ci: np.ndarray, gidx: np.ndarray, k: int, n_groups:
 
 
 def eo_gaps(y_true: np.ndarray, y_pred: np.ndarray, gidx: np.ndarray, n_groups: int,
-            classes: np.ndarray) -> tuple[float, float, list[dict]]:
+            classes: np.ndarray) -> tuple[float, float, Rates]:
     """ΔTPR and ΔFPR summed over ``classes`` and groups (``gidx``: group index 0..n_groups-1 per row), and the
-    per-(class, group) rates. The arithmetic of :func:`equalized_odds_gaps`, on arrays, every class at once from three
+    per-(class, group) :class:`Rates` (arrays: nothing is built per class on the bootstrap's path). The arithmetic of :func:`equalized_odds_gaps`, on arrays, every class at once from three
     [class, group] counts (the bootstrap calls it ~10⁵ times). Each rate is the same division of the same integer
     counts as a per-class mean, and the sums run in the same order, so the result is bit-identical to computing it
     class by class (tested)."""
@@ -50,8 +62,7 @@ def eo_gaps(y_true: np.ndarray, y_pred: np.ndarray, gidx: np.ndarray, n_groups: 
     for c in range(k):
         tpr_gap += float(row_tpr[c])
         fpr_gap += float(row_fpr[c])
-    rates = [(classes[c], tpr_a[c], fpr_a[c], tpr[c], fpr[c], gp[c] + gn[c]) for c in range(k)]
-    return tpr_gap, fpr_gap, rates
+    return tpr_gap, fpr_gap, Rates(classes, tpr_a, fpr_a, tpr, fpr, gp + gn)
 
 
 def equalized_odds_gaps(y_true: Sequence, y_pred: Sequence, groups: Sequence) -> dict:
@@ -77,10 +88,11 @@ def equalized_odds_gaps(y_true: Sequence, y_pred: Sequence, groups: Sequence) ->
     classes = np.unique(np.concatenate([y_true, y_pred]))
     binary = len(np.unique(y_true)) <= 2 and len(classes) <= 2
     names, gidx = np.unique(groups, return_inverse=True)
-    tpr_gap, fpr_gap, per_class = eo_gaps(y_true, y_pred, gidx, len(names), classes[-1:] if binary else classes)
-    rates = [{"class": cls.item(), "group": names[g].item(), "tpr": float(tpr_a[g]), "fpr": float(fpr_a[g]),
-              "tpr_all": float(tpr), "fpr_all": float(fpr), "rows": int(rows[g])}
-             for cls, tpr_a, fpr_a, tpr, fpr, rows in per_class for g in range(len(names))]
+    tpr_gap, fpr_gap, r = eo_gaps(y_true, y_pred, gidx, len(names), classes[-1:] if binary else classes)
+    rates = [{"class": r.classes[c].item(), "group": names[g].item(), "tpr": float(r.tpr[c, g]),
+              "fpr": float(r.fpr[c, g]), "tpr_all": float(r.tpr_all[c]), "fpr_all": float(r.fpr_all[c]),
+              "rows": int(r.rows[c, g])}
+             for c in range(len(r.classes)) for g in range(len(names))]
     macro = float(f1_score(y_true, y_pred, average="macro", zero_division=0))
     f1 = float(f1_score(y_true, y_pred, pos_label=classes[-1], average="binary", zero_division=0)) if binary else macro
     return {"tpr_gap": tpr_gap, "fpr_gap": fpr_gap, "eo_gap": tpr_gap + fpr_gap, "f1": f1, "macro_f1": macro,
