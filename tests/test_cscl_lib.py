@@ -193,3 +193,66 @@ def test_inlp_removes_the_protected_direction_and_keeps_the_task():
     assert len(rc) == 6 and probe(a, Pc) < 0.6 and probe(y, Pc) > 0.95
     with pytest.raises(ValueError, match="main_train"):
         debiasing_projection(X[tr], a[tr], X[dv], a[dv], n_classifiers=2, by_class=True)
+
+
+def test_inlp_grid_from_one_run_is_each_run_bit_for_bit():
+    """cscl's INLP grid ({20, 50}) is served by one run (debiasing_projections): each entry must be exactly the
+    separate run's projection, kept rows and weights — with skipped iterations (a class with one group, the
+    accuracy floor) in between."""
+    from biaslab.cscl.inlp import debiasing_projection, debiasing_projections
+
+    rng = np.random.default_rng(3)
+    n, dim = 900, 24
+    y = rng.integers(0, 3, n)
+    a = rng.integers(0, 2, n)
+    a[y == 2] = 0  # class 2 holds one protected group: by_class iterations that draw it are skipped
+    X = rng.normal(size=(n, dim))
+    X[:, 0] += 2 * (2 * a - 1)
+    X[:, 1] += y
+    tr, dv = slice(0, 600), slice(600, None)
+    plain = {"min_accuracy": 0.0, "by_class": False, "seed": 0}
+    for kw in (plain, plain | {"min_accuracy": 0.55},
+               plain | {"by_class": True, "main_train": y[tr], "main_dev": y[dv], "seed": 2}):
+        grid = debiasing_projections(X[tr], a[tr], X[dv], a[dv], [6, 1, 3], **kw)
+        assert sorted(grid) == [1, 3, 6]
+        for k, (P, rows, Ws) in grid.items():
+            Q, rows1, Ws1 = debiasing_projection(X[tr], a[tr], X[dv], a[dv], k, **kw)
+            assert np.array_equal(P, Q) and len(rows) == len(rows1) == len(Ws) == len(Ws1)
+            assert all(np.array_equal(u, v) for u, v in zip(rows + Ws, rows1 + Ws1, strict=True))
+    kept = [len(grid[k][1]) for k in (1, 3, 6)]
+    assert kept[-1] < 6  # the by_class run did skip iterations
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match="n_classifiers"):
+            debiasing_projection(X[tr], a[tr], X[dv], a[dv], bad)
+    with pytest.raises(ValueError, match="n_classifiers"):
+        debiasing_projections(X[tr], a[tr], X[dv], a[dv], [], **plain)
+
+
+def test_run_inlp_gives_each_grid_value_what_a_run_of_its_own_gives():
+    """The stage calls run_inlp once per grid value; the first call's INLP run serves the others."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from biaslab.cscl import experiment
+
+    rng = np.random.default_rng(5)
+    n, dim = 240, 16
+    rows = pd.DataFrame({"y": rng.integers(0, 2, n), "a": rng.integers(0, 2, n),
+                         "split": np.repeat(["train", "val", "test"], [140, 50, 50])})
+    X = rng.normal(size=(n, dim)).astype(np.float32)
+    X[:, 0] += rows["a"].to_numpy()
+    feats = {s: X[(rows["split"] == s).to_numpy()] for s in ("train", "val", "test")}
+    method = SimpleNamespace(grid=[1, 3], min_accuracy=0.0, by_class=True)
+    train = SimpleNamespace(head_hidden=8, head_epochs=2, batch_size=32, head_learning_rate=1e-2, patience=0)
+    experiment._INLP_LAST.clear()
+    both = [experiment.run_inlp(method, v, rows, feats, train=train, seed=0) for v in method.grid]
+    assert len(experiment._INLP_LAST) == 1  # one INLP run for the grid
+    for v, got in zip(method.grid, both, strict=True):
+        experiment._INLP_LAST.clear()
+        alone = experiment.run_inlp(method, v, rows, feats, train=train, seed=0)
+        assert np.array_equal(got["test_features"], alone["test_features"]) and np.array_equal(got["pred"], alone["pred"])
+        assert got["log"]["classifiers_kept"] == alone["log"]["classifiers_kept"] == v
+    assert not np.array_equal(both[0]["test_features"], both[1]["test_features"])
+    other = experiment.run_inlp(method, 1, rows, feats, train=train, seed=1)  # another seed: another run
+    assert not np.array_equal(other["test_features"], both[0]["test_features"])

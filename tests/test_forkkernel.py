@@ -114,20 +114,22 @@ def test_the_first_kernel_of_a_world_is_fresh_and_the_second_forked(warm):
         km, kc = start()
         try:
             # a wide table's text, as a notebook stores it: the server imported pandas outside a kernel
-            reply, out = execute(kc, "import os, sys\npreloaded = 'torch' in sys.modules\nimport pandas as pd\n"
-                                     "print(preloaded, os.getppid(), pd.get_option('display.max_columns'))\n"
+            reply, out = execute(kc, "import gc, os, sys\npreloaded = 'torch' in sys.modules\nimport pandas as pd\n"
+                                     "print(preloaded, os.getppid(), gc.isenabled(), gc.get_freeze_count(), "
+                                     "pd.get_option('display.max_columns'))\n"
                                      "print(repr(pd.DataFrame([[f'column value {i}' for i in range(12)]])))")
             assert reply["status"] == "ok", reply
         finally:
             kc.stop_channels()
             km.shutdown_kernel(now=True)
         first, table = out.split("\n", 1)
-        preloaded, ppid, shown[expected] = first.split(maxsplit=2)
+        preloaded, ppid, enabled, frozen, shown[expected] = first.split(maxsplit=4)
         shown[expected] += table
+        assert enabled == "True"  # the collector runs in both
         if expected == "fresh":
             assert preloaded == "False" and int(ppid) == os.getpid() and server.pid is None
-        else:
-            assert preloaded == "True" and int(ppid) == server.pid
+        else:  # the preloaded libraries' objects sit in the permanent generation: collections skip them
+            assert preloaded == "True" and int(ppid) == server.pid and int(frozen) > 100_000
     assert "..." not in shown["fresh"]
     assert shown["forked"] == shown["fresh"]
 

@@ -38,6 +38,22 @@ def debiasing_projection(X_train, y_train, X_dev, y_dev, n_classifiers: int, min
     drawn with a seeded generator from ``main_train`` (task labels; ``main_dev`` for its held-out rows).
     Returns ``(P, rowspace_projections, Ws)``: the final projection [dim, dim], each kept classifier's
     row-space projection and its weights. ``svc_params`` goes to LinearSVC (defaults: the authors' settings)."""
+    if isinstance(n_classifiers, bool) or not isinstance(n_classifiers, int | np.integer):
+        raise ValueError(f"n_classifiers must be an integer, got {n_classifiers!r}")
+    if n_classifiers < 1:
+        raise ValueError(f"n_classifiers must be at least 1, got {n_classifiers}")
+    return debiasing_projections(X_train, y_train, X_dev, y_dev, [n_classifiers], min_accuracy=min_accuracy,
+                                 by_class=by_class, seed=seed, main_train=main_train, main_dev=main_dev,
+                                 svc_params=svc_params)[n_classifiers]
+
+
+def debiasing_projections(X_train, y_train, X_dev, y_dev, n_classifiers, *, min_accuracy: float, by_class: bool,
+                          seed: int, main_train=None, main_dev=None, svc_params: dict | None = None) -> dict[int, tuple]:
+    """:func:`debiasing_projection` for several iteration counts from one run: ``{n: (P, rowspace_projections, Ws)}``
+    for each ``n`` in ``n_classifiers``. The first n iterations of a longer run are a run of n — the same seeded
+    draws in the same order, each projection computed from the same kept classifiers — so every entry is the array
+    :func:`debiasing_projection` with that ``n`` returns, bit for bit (tested), and a grid such as cscl's {20, 50}
+    costs one run of 50 iterations instead of 70."""
     from sklearn.svm import LinearSVC
 
     X_train, X_dev = np.asarray(X_train, dtype=np.float64), np.asarray(X_dev, dtype=np.float64)
@@ -48,30 +64,30 @@ def debiasing_projection(X_train, y_train, X_dev, y_dev, n_classifiers: int, min
         raise ValueError("y_train holds a single protected group: INLP needs at least two")
     if by_class and (main_train is None or main_dev is None):
         raise ValueError("by_class=True needs the task labels: pass main_train= and main_dev=")
-    if n_classifiers < 1:
-        raise ValueError(f"n_classifiers must be at least 1, got {n_classifiers}")
+    counts = sorted({int(n) for n in n_classifiers})
+    if not counts or counts[0] < 1:
+        raise ValueError(f"n_classifiers must be iteration counts of at least 1, got {list(n_classifiers)}")
     rng = np.random.default_rng(seed)
     classes = np.unique(main_train) if by_class else None
     params = {"fit_intercept": False, "class_weight": None, "dual": "auto", "max_iter": 10_000,
               **(svc_params or {})}
     dim = X_train.shape[1]
-    P = np.eye(dim)
-    rowspaces, Ws = [], []
-    for _ in range(n_classifiers):
+    P = np.eye(dim)  # = nullspace_intersection(rowspaces, dim) at every point of the loop
+    rowspaces, Ws, out = [], [], {}
+    for i in range(1, counts[-1] + 1):
         if by_class:
             cls = rng.choice(classes)
             tr, dv = np.asarray(main_train) == cls, np.asarray(main_dev) == cls
-            if len(np.unique(y_train[tr])) < 2 or not dv.any():
-                continue  # this class has one protected group only: nothing to learn
+            keep = len(np.unique(y_train[tr])) >= 2 and dv.any()  # else this class has one protected group only
         else:
-            tr, dv = slice(None), slice(None)
-        clf = LinearSVC(random_state=int(rng.integers(2**31 - 1)), **params)
-        clf.fit(X_train[tr] @ P.T, y_train[tr])
-        acc = clf.score(X_dev[dv] @ P.T, y_dev[dv])
-        if acc < min_accuracy:
-            continue
-        W = clf.coef_
-        Ws.append(W)
-        rowspaces.append(rowspace_projection(W))
-        P = nullspace_intersection(rowspaces, dim)  # autoregressive: the next classifier sees projected data
-    return nullspace_intersection(rowspaces, dim), rowspaces, Ws
+            tr, dv, keep = slice(None), slice(None), True
+        if keep:
+            clf = LinearSVC(random_state=int(rng.integers(2**31 - 1)), **params)
+            clf.fit(X_train[tr] @ P.T, y_train[tr])
+            if clf.score(X_dev[dv] @ P.T, y_dev[dv]) >= min_accuracy:
+                Ws.append(clf.coef_)
+                rowspaces.append(rowspace_projection(clf.coef_))
+                P = nullspace_intersection(rowspaces, dim)  # autoregressive: the next classifier sees projected data
+        if i in counts:
+            out[i] = (P.copy(), list(rowspaces), list(Ws))
+    return out
