@@ -136,6 +136,8 @@ def bench_fresh(rev: str, data: Path | None, workdir: Path | None, keep: bool) -
 
     from biaslab.stages import all_stages
 
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="biaslab-fresh-", dir=workdir))
     clone, log = tmp / "biaslab", tmp / "timings.jsonl"
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(clone)], check=True)

@@ -224,8 +224,9 @@ def test_inlp_grid_from_one_run_is_each_run_bit_for_bit():
     for bad in (0, 2.5):
         with pytest.raises(ValueError, match="n_classifiers"):
             debiasing_projection(X[tr], a[tr], X[dv], a[dv], bad)
-    with pytest.raises(ValueError, match="n_classifiers"):
-        debiasing_projections(X[tr], a[tr], X[dv], a[dv], [], **plain)
+    for bad in ([], [3, 2.5], [True]):
+        with pytest.raises(ValueError, match="n_classifiers"):
+            debiasing_projections(X[tr], a[tr], X[dv], a[dv], bad, **plain)
 
 
 def test_run_inlp_gives_each_grid_value_what_a_run_of_its_own_gives():

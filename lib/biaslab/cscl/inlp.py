@@ -38,10 +38,6 @@ def debiasing_projection(X_train, y_train, X_dev, y_dev, n_classifiers: int, min
     drawn with a seeded generator from ``main_train`` (task labels; ``main_dev`` for its held-out rows).
     Returns ``(P, rowspace_projections, Ws)``: the final projection [dim, dim], each kept classifier's
     row-space projection and its weights. ``svc_params`` goes to LinearSVC (defaults: the authors' settings)."""
-    if isinstance(n_classifiers, bool) or not isinstance(n_classifiers, int | np.integer):
-        raise ValueError(f"n_classifiers must be an integer, got {n_classifiers!r}")
-    if n_classifiers < 1:
-        raise ValueError(f"n_classifiers must be at least 1, got {n_classifiers}")
     return debiasing_projections(X_train, y_train, X_dev, y_dev, [n_classifiers], min_accuracy=min_accuracy,
                                  by_class=by_class, seed=seed, main_train=main_train, main_dev=main_dev,
                                  svc_params=svc_params)[n_classifiers]
@@ -64,9 +60,10 @@ def debiasing_projections(X_train, y_train, X_dev, y_dev, n_classifiers, *, min_
         raise ValueError("y_train holds a single protected group: INLP needs at least two")
     if by_class and (main_train is None or main_dev is None):
         raise ValueError("by_class=True needs the task labels: pass main_train= and main_dev=")
-    counts = sorted({int(n) for n in n_classifiers})
-    if not counts or counts[0] < 1:
-        raise ValueError(f"n_classifiers must be iteration counts of at least 1, got {list(n_classifiers)}")
+    asked = list(n_classifiers)
+    if not asked or any(isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1 for n in asked):
+        raise ValueError(f"n_classifiers must be whole iteration counts of at least 1, got {asked!r}")
+    counts = sorted({int(n) for n in asked})
     rng = np.random.default_rng(seed)
     classes = np.unique(main_train) if by_class else None
     params = {"fit_intercept": False, "class_weight": None, "dual": "auto", "max_iter": 10_000,
@@ -89,5 +86,5 @@ def debiasing_projections(X_train, y_train, X_dev, y_dev, n_classifiers, *, min_
                 rowspaces.append(rowspace_projection(clf.coef_))
                 P = nullspace_intersection(rowspaces, dim)  # autoregressive: the next classifier sees projected data
         if i in counts:
-            out[i] = (P.copy(), list(rowspaces), list(Ws))
+            out[i] = (P.copy(), list(rowspaces), list(Ws))  # entries never alias, even when no classifier was kept
     return out
