@@ -230,7 +230,7 @@ def test_inlp_grid_from_one_run_is_each_run_bit_for_bit():
 
 
 def test_run_inlp_gives_each_grid_value_what_a_run_of_its_own_gives():
-    """The stage calls run_inlp once per grid value; the first call's INLP run serves the others."""
+    """One INLP run serves the grid: each value's result equals a grid of that value alone."""
     from types import SimpleNamespace
 
     import pandas as pd
@@ -244,16 +244,19 @@ def test_run_inlp_gives_each_grid_value_what_a_run_of_its_own_gives():
     X = rng.normal(size=(n, dim)).astype(np.float32)
     X[:, 0] += rows["a"].to_numpy()
     feats = {s: X[(rows["split"] == s).to_numpy()] for s in ("train", "val", "test")}
-    method = SimpleNamespace(grid=[1, 3], min_accuracy=0.0, by_class=True)
     train = SimpleNamespace(head_hidden=8, head_epochs=2, batch_size=32, head_learning_rate=1e-2, patience=0)
-    experiment._INLP_LAST.clear()
-    both = [experiment.run_inlp(method, v, rows, feats, train=train, seed=0) for v in method.grid]
-    assert len(experiment._INLP_LAST) == 1  # one INLP run for the grid
-    for v, got in zip(method.grid, both, strict=True):
-        experiment._INLP_LAST.clear()
-        alone = experiment.run_inlp(method, v, rows, feats, train=train, seed=0)
+
+    def method(grid):
+        return SimpleNamespace(grid=grid, min_accuracy=0.0, by_class=True)
+
+    both = experiment.run_inlp(method([1, 3]), rows, feats, train=train, seed=0)
+    assert list(both) == [1, 3]
+    for v, got in both.items():
+        alone = experiment.run_inlp(method([v]), rows, feats, train=train, seed=0)[v]
         assert np.array_equal(got["test_features"], alone["test_features"]) and np.array_equal(got["pred"], alone["pred"])
         assert got["log"]["classifiers_kept"] == alone["log"]["classifiers_kept"] == v
-    assert not np.array_equal(both[0]["test_features"], both[1]["test_features"])
-    other = experiment.run_inlp(method, 1, rows, feats, train=train, seed=1)  # another seed: another run
-    assert not np.array_equal(other["test_features"], both[0]["test_features"])
+    assert not np.array_equal(both[1]["test_features"], both[3]["test_features"])
+    other = experiment.run_inlp(method([1]), rows, feats, train=train, seed=1)[1]  # another seed: another run
+    assert not np.array_equal(other["test_features"], both[1]["test_features"])
+    with pytest.raises(ValueError, match="n_classifiers"):
+        experiment.run_inlp(method([2.5]), rows, feats, train=train, seed=0)

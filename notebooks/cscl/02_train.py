@@ -81,9 +81,11 @@ for task in C.tasks:
     ce_features = None
     for name in order:
         method = C.methods[name]
+        if method.mode == "inlp":  # one INLP run serves every value of the grid
+            inlp = experiment.run_inlp(method, rows, ce_features, train=C.train, seed=run_seed)
         for value in ([None] if method.mode == "ce" else method.grid):
             if method.mode == "inlp":
-                res = experiment.run_inlp(method, value, rows, ce_features, train=C.train, seed=run_seed)
+                res = inlp[value]
             else:
                 res = experiment.run_method(method, value, rows, views, bank=bank, encoder_dir=M[C.backbone],
                                             train=C.train, seed=run_seed, device=P.common.device)

@@ -80,50 +80,32 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     return out
 
 
-def run_inlp(method, n_classifiers: int, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train,
-             seed: int) -> dict:
-    """INLP (§4.2) on a CE encoder's features: the debiasing projection learnt on train (dev accuracy on val),
-    then the MLP head on the projected features (Ravfogel et al.'s guarding layer + classifier).
+def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train, seed: int) -> dict[int, dict]:
+    """INLP (§4.2) on a CE encoder's features, for every value of the method's grid (``method.grid``: iteration
+    counts, e.g. {20, 50}): the debiasing projections learnt on train (dev accuracy on val), then per value the MLP
+    head on the projected features (Ravfogel et al.'s guarding layer + classifier). ``{value: result}``.
 
-    One INLP run serves the method's whole grid (``method.grid``, e.g. {20, 50}): its first n iterations are exactly
-    a run of n (:func:`biaslab.cscl.inlp.debiasing_projections`), so the first call computes every grid value's
-    projection and the next calls with the same features, split and seed take theirs from it."""
+    One INLP run serves the whole grid: its first n iterations are exactly a run of n
+    (:func:`biaslab.cscl.inlp.debiasing_projections`), so each value's result is the one a grid of that value alone
+    gives, bit for bit (tested)."""
     tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
-    grid = sorted({int(v) for v in method.grid} | {int(n_classifiers)})
-    P, kept, _ = _inlp_grid(features["train"], tr["a"].to_numpy(), features["val"], va["a"].to_numpy(),
-                            tr["y"].to_numpy(), va["y"].to_numpy(), tuple(grid), float(method.min_accuracy),
-                            bool(method.by_class), int(seed))[int(n_classifiers)]
-    proj = {s: features[s] @ P.T for s in features}
+    runs = debiasing_projections(features["train"], tr["a"].to_numpy(), features["val"], va["a"].to_numpy(),
+                                 list(method.grid), min_accuracy=float(method.min_accuracy),
+                                 by_class=bool(method.by_class), seed=int(seed), main_train=tr["y"].to_numpy(),
+                                 main_dev=va["y"].to_numpy())
     n_classes = int(rows["y"].max()) + 1
-    head, head_log = ct.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
-                                 epochs=train.head_epochs, batch_size=train.batch_size,
-                                 learning_rate=train.head_learning_rate, seed=seed, val=(proj["val"], va["y"].to_numpy()),
-                                 patience=train.patience or None)
-    pred = ct.predict_head(head, proj["test"])
-    return {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log}, "pred": pred,
-            "test_features": proj["test"]}
-
-
-_INLP_LAST: dict[str, dict] = {}  # the last INLP grid run, by the digest of everything it depends on
-
-
-def _inlp_grid(X_train, a_train, X_dev, a_dev, y_train, y_dev, grid: tuple[int, ...], min_accuracy: float,
-               by_class: bool, seed: int) -> dict:
-    """:func:`debiasing_projections` for ``grid``, kept for the next call with the same inputs (one entry: a stage
-    runs a method's grid values one after another)."""
-    import hashlib
-
-    h = hashlib.sha256(repr((grid, min_accuracy, by_class, seed)).encode())
-    for x in (X_train, a_train, X_dev, a_dev, y_train, y_dev):
-        x = np.ascontiguousarray(x)
-        h.update(repr((x.dtype.str, x.shape)).encode())
-        h.update(x.tobytes())
-    key = h.hexdigest()
-    if key not in _INLP_LAST:
-        _INLP_LAST.clear()
-        _INLP_LAST[key] = debiasing_projections(X_train, a_train, X_dev, a_dev, list(grid), min_accuracy=min_accuracy,
-                                                by_class=by_class, seed=seed, main_train=y_train, main_dev=y_dev)
-    return _INLP_LAST[key]
+    out = {}
+    for value in method.grid:
+        P, kept, _ = runs[value]
+        proj = {s: features[s] @ P.T for s in features}
+        head, head_log = ct.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
+                                     epochs=train.head_epochs, batch_size=train.batch_size,
+                                     learning_rate=train.head_learning_rate, seed=seed,
+                                     val=(proj["val"], va["y"].to_numpy()), patience=train.patience or None)
+        pred = ct.predict_head(head, proj["test"])
+        out[value] = {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log},
+                      "pred": pred, "test_features": proj["test"]}
+    return out
 
 
 def save_features(path, features: Mapping[str, np.ndarray]) -> None:
