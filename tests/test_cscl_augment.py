@@ -123,6 +123,29 @@ def test_clm_insert_adds_predicted_words_and_keeps_the_rest_in_order():
         assert all(w.startswith("new") or w in WORDS or w == "end" for w in extra)
 
 
+@pytest.mark.parametrize("action", ["substitute", "insert"])
+def test_clm_unpredicted_places_leave_the_visible_words_as_the_full_predictions_do(action):
+    # places beyond `visible` words are not predicted (None): each still takes its random draw, so the views' first
+    # `visible` words -- all an encoder reading that many tokens sees -- equal those from every place predicted
+    words = [f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(40)]  # distinct, letters only (clean)
+    text = " ".join(words)
+    cands, probs = _predictions(words)
+    for visible in (5, 12, 25):
+        part = [c if g < visible else None for g, c in enumerate(cands, start=1)]
+        part_probs = np.where(np.arange(len(cands))[:, None] < visible - 1, probs, np.nan)
+        for seed in range(10):
+            full = augment.clm(text, cands, probs, action=action, alpha=0.3, n_aug=4, seed=seed)
+            cut = augment.clm(text, part, part_probs, action=action, alpha=0.3, n_aug=4, seed=seed)
+            assert [v.split()[:visible] for v in full] == [v.split()[:visible] for v in cut]
+            if action == "substitute":
+                assert all(len(v.split()) == len(words) for v in cut)
+            # the unseen tail is left unedited: no word written at or after place `visible`
+            assert all(v.split()[len(v.split()) - (len(words) - visible):] == words[visible:] for v in cut)
+    assert any(f != c for f, c in zip(augment.clm(text, cands, probs, action=action, alpha=0.3, n_aug=4, seed=0),
+                                      augment.clm(text, part, part_probs, action=action, alpha=0.3, n_aug=4, seed=0),
+                                      strict=True))  # the tails do differ: the test compares something
+
+
 def test_clm_views_edge_cases_and_errors():
     assert augment.clm("!!!", [], np.zeros((0, 3)), action="insert", alpha=0.1, n_aug=2, seed=0) == ["!!!", "!!!"]
     # no predictions (a sentence beyond the LM's length cap): the cleaned text comes back unchanged
@@ -158,3 +181,16 @@ def test_next_words_predicts_whole_words_from_the_left_context(tmp_path):
     assert lm(sentences[::-1])[0][0] == c2  # memoised per sentence, order-free
     views = augment.views(["The capital of France is Paris"], "clm_substitute", alpha=0.2, n_aug=3, seed=0, next_words=lm)
     assert len(views[0]) == 3 and all(len(v.split()) == 6 for v in views[0])
+    # visible places only: the same first words, from a forward pass over the visible prefix only
+    long = ["she said the old house by the river had been empty for years until a young family moved in and "
+            "painted every room a different colour before the winter came"]
+    (cut, cut_p), = lm([augment.clean(long[0]).split()], places=7)
+    (full, full_p), = lm([augment.clean(long[0]).split()])
+    assert len(cut) == len(full) and cut[:7] == full[:7] and all(c is None for c in cut[7:])
+    assert np.allclose(cut_p[:7], full_p[:7], atol=1e-6) and np.isnan(cut_p[7:]).all()
+    for action in ("clm_substitute", "clm_insert"):
+        a = augment.views(long, action, alpha=0.3, n_aug=6, seed=0, next_words=lm, visible_words=8)
+        b = augment.views(long, action, alpha=0.3, n_aug=6, seed=0, next_words=lm)
+        assert [v.split()[:8] for v in a[0]] == [v.split()[:8] for v in b[0]]
+    with pytest.raises(ValueError, match="visible_words"):
+        augment.views(long, "clm_insert", alpha=0.3, n_aug=1, seed=0, next_words=lm, visible_words=0)

@@ -53,6 +53,7 @@ neighbours = ...  # cscl.augment.neighbours
 keep_identity_terms = ...  # cscl.augment.keep_identity_terms
 lm = ...  # cscl.augment.lm
 top_k = ...  # cscl.augment.top_k
+visible_only = ...  # cscl.augment.visible_only
 trainable_layers = ...  # cscl.train.trainable_layers
 max_length = ...  # cscl.train.max_length
 batch_size = ...  # cscl.train.batch_size
@@ -89,7 +90,8 @@ if A.strategy == "eda":
                                                  neighbours=A.neighbours)}
 else:
     source = {"next_words": augment.NextWords(M[A.lm], top_k=A.top_k, batch_size=C.train.batch_size, device=P.common.device)}
-views = augment.views(viewed["text"], A.strategy, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep, **source)
+views = augment.views(viewed["text"], A.strategy, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep,
+                      visible_words=C.train.max_length if A.visible_only else None, **source)
 write_parquet(OUT / "views.parquet", pd.DataFrame({"text": viewed["text"].to_numpy(), "views": views}), index=False)
 pd.DataFrame({"text": viewed["text"].head(3).to_numpy(), "view 1": [v[0] for v in views[:3]]})
 

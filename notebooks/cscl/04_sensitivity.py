@@ -59,6 +59,7 @@ neighbours = ...  # cscl.augment.neighbours
 keep_identity_terms = ...  # cscl.augment.keep_identity_terms
 lm = ...  # cscl.augment.lm
 top_k = ...  # cscl.augment.top_k
+visible_only = ...  # cscl.augment.visible_only
 task = ...  # cscl.sensitivity.task
 method = ...  # cscl.sensitivity.method
 lambdas = ...  # cscl.sensitivity.lambdas
@@ -103,6 +104,7 @@ examples = {}
 for aug in S.augmentations:
     v, b = experiment.augmented_inputs(viewed, aug, bank, encoder_dir=M[C.backbone], alpha=A.alpha, n_aug=A.n_aug,
                                        seed=P.common.seed, keep=keep, max_length=C.train.max_length,
+                                       visible_only=A.visible_only,
                                        batch_size=C.train.batch_size, device=P.common.device, **source)
     variants.append((f"aug={aug}", method, C.train, v, b))
     examples[aug] = [v.iloc[i][0] for i in range(3)]

@@ -16,6 +16,15 @@
   :class:`NextWords`, which predicts a place from its **left context only** (a masked LM also sees the right) and
   from the original sentence (every place of a view is predicted in one forward pass, not after the view's earlier
   edits). Only single-token whole words are proposed.
+* Visible places only (``cscl.augment.visible_only``): the encoder reads a view's first ``max_length`` tokens, and
+  every word is at least one token, so a word at index ``max_length`` or later is never seen. Insertions only push
+  words to later indices, so an edit at place g ≥ ``max_length`` cannot change what the encoder sees. With
+  ``visible_words`` set, the LM predicts places 1 … ``visible_words`` − 1 only (its forward pass stops there: on
+  cscl's 32-token posts, a fifth of the LM's tokens); a place beyond is drawn as before, and its random draw is
+  taken as before (one ``random()``, what sampling a word costs), but no word is written. The first
+  ``visible_words`` words of every view — all the encoder sees — are then those of the full computation (tested),
+  as long as every place's candidate pool is non-empty, which holds when fewer than ``top_k`` − 1 words are kept
+  (checked; otherwise every place is predicted). Only the unseen tail of a view's text differs.
 
 Back-translation (wmt19-en-de and back) has no offline substitute here: no translation model ships in a package,
 and the registry's only generator (SmolLM2-135M) is poor at faithful rewriting — a paraphrase from it would change
@@ -203,7 +212,8 @@ class NextWords:
     inserted. Per place, the ``top_k`` most likely next tokens that are a space and a lower-case word of two or more
     letters (not a stop word), with their probabilities renormalised over those ``top_k``; one forward pass per
     sentence, sentences batched by length, each sentence predicted once per instance (substitute and insert views
-    share the pass). Places beyond ``max_tokens`` tokens get none."""
+    share the pass). Places beyond ``max_tokens`` tokens get none; with ``places`` set, the places after the first
+    ``places`` are counted but not predicted (candidates ``None``, probabilities NaN; module doc, visible places)."""
 
     def __init__(self, lm_dir, *, top_k: int, batch_size: int, device: str, max_tokens: int = 128):
         import torch
@@ -228,7 +238,7 @@ class NextWords:
         self.bias = torch.where(torch.from_numpy(ok), 0.0, float("-inf")).to(self.device)
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id or 0
         self._ids: dict[str, list[int]] = {}
-        self._memo: dict[tuple[str, ...], tuple[list[list[str]], np.ndarray]] = {}  # both clm methods share a pass
+        self._memo: dict[tuple, tuple[list, np.ndarray]] = {}  # both clm methods share a pass
 
     def _word_ids(self, word: str, first: bool) -> list[int]:
         key = word if first else " " + word
@@ -236,15 +246,19 @@ class NextWords:
             self._ids[key] = self.tok(key, add_special_tokens=False)["input_ids"]
         return self._ids[key]
 
-    def __call__(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[list[str]], np.ndarray]]:
-        """Per sentence (a list of words): (candidate words per place, their probabilities [places, top_k])."""
+    def __call__(self, sentences: Sequence[Sequence[str]], *,
+                 places: int | None = None) -> list[tuple[list[list[str] | None], np.ndarray]]:
+        """Per sentence (a list of words): (candidate words per place, their probabilities [places, top_k]); with
+        ``places``, only the first ``places`` places are predicted, the rest are ``None`` / NaN."""
         torch = self.torch
         from ..runtime import progress
 
-        sentences = [tuple(w) for w in sentences]
+        if places is not None and places < 0:
+            raise ValueError(f"places must be at least 0, got {places}")
+        sentences = [(*w, places) for w in sentences]  # the memo's key: the words and how many places are predicted
         todo = list(dict.fromkeys(w for w in sentences if w not in self._memo))
-        seqs, ends = [], []
-        for words in todo:
+        seqs, ends, counts = [], [], []
+        for *words, _ in todo:
             ids, end = [], []
             for j, w in enumerate(words):
                 piece = self._word_ids(w, j == 0)
@@ -252,6 +266,10 @@ class NextWords:
                     break
                 ids += piece
                 end.append(len(ids) - 1)
+            counts.append(len(end))
+            if places is not None:
+                end = end[:places]
+                ids = ids[: end[-1] + 1] if end else []  # causal: the states up to a place ignore what follows
             seqs.append(ids)
             ends.append(end)
         out: list = [None] * len(seqs)
@@ -269,13 +287,15 @@ class NextWords:
                 hidden = self.model.base_model(input_ids=ids.to(self.device),
                                                attention_mask=mask.to(self.device)).last_hidden_state
                 for r, i in enumerate(batch):
-                    if not ends[i]:
-                        out[i] = ([], np.zeros((0, self.top_k), np.float32))
-                        continue
-                    logits = self.model.get_output_embeddings()(hidden[r, ends[i]]).float()
-                    top = (logits + self.bias).topk(self.top_k, dim=-1)
-                    probs = top.values.softmax(dim=-1).cpu().numpy()
-                    out[i] = ([[self.vocab[t] for t in row] for row in top.indices.cpu().tolist()], probs)
+                    cands, probs = [], np.zeros((0, self.top_k), np.float32)
+                    if ends[i]:
+                        logits = self.model.get_output_embeddings()(hidden[r, ends[i]]).float()
+                        top = (logits + self.bias).topk(self.top_k, dim=-1)
+                        probs = top.values.softmax(dim=-1).cpu().numpy()
+                        cands = [[self.vocab[t] for t in row] for row in top.indices.cpu().tolist()]
+                    unseen = counts[i] - len(cands)  # counted, not predicted (places)
+                    out[i] = (cands + [None] * unseen,
+                              np.concatenate([probs, np.full((unseen, self.top_k), np.nan, np.float32)]))
         self._memo.update(zip(todo, out, strict=True))
         return [self._memo[w] for w in sentences]
 
@@ -286,7 +306,8 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
     L words (text cleaned as EDA's) drawn at random; at each, a word sampled by probability from that place's
     candidates (:class:`NextWords`; place g = after the first g words), never the word it replaces, never a word in
     ``keep``, and ``keep`` words are never replaced. Substitution skips stop words and the first word (no left
-    context). Seeded per call."""
+    context). Seeded per call. A place whose candidates are ``None`` (not predicted: beyond what the encoder sees,
+    module doc) takes its random draw and is left as it is."""
     if action not in ("substitute", "insert"):
         raise ValueError(f"action must be substitute or insert, got {action!r}")
     rng, words, n = _start(text, alpha=alpha, n_aug=n_aug, salt=f"{seed}:{action}:")
@@ -302,6 +323,9 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
     for _ in range(n_aug):
         new = list(words)
         for i in sorted(rng.sample(eligible, min(n, len(eligible))), reverse=True):
+            if candidates[i - 1] is None:  # a place the encoder never sees (module doc): the draw, not the word
+                rng.random()
+                continue
             pool = [(w, float(p)) for w, p in zip(candidates[i - 1], probs[i - 1], strict=True)
                     if w not in keep and (action == "insert" or w != words[i])]
             if not pool:
@@ -316,9 +340,11 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
 
 def views(texts: Sequence[str], method: str, *, alpha: float, n_aug: int, seed: int,
           keep: Collection[str] = frozenset(), synonym_fn: Callable[[str], Sequence[str]] | None = None,
-          next_words: NextWords | None = None) -> list[list[str]]:
+          next_words: NextWords | None = None, visible_words: int | None = None) -> list[list[str]]:
     """``n_aug`` augmented copies of every text by ``method`` (``cscl.augment.strategy``): ``eda`` (needs ``synonym_fn``,
-    see :func:`synonym_source`), ``clm_substitute`` / ``clm_insert`` (need ``next_words``, a :class:`NextWords`)."""
+    see :func:`synonym_source`), ``clm_substitute`` / ``clm_insert`` (need ``next_words``, a :class:`NextWords`).
+    ``visible_words``: the CLM methods predict only the places an encoder reading that many tokens can see (module
+    doc; ``None``: every place); the views' first ``visible_words`` words are the same either way."""
     from ..runtime import progress
 
     texts = list(texts)
@@ -330,7 +356,11 @@ def views(texts: Sequence[str], method: str, *, alpha: float, n_aug: int, seed: 
     if method in LM_METHODS:
         if next_words is None:
             raise ValueError(f"{method} views need a language model (cscl.augment.lm)")
-        preds = next_words([clean(t).split() for t in texts])
+        if visible_words is not None and visible_words < 1:
+            raise ValueError(f"visible_words must be at least 1 (the encoder's max_length), got {visible_words}")
+        # a place beyond the visible words is skipped only if its pool could not have been empty (module doc)
+        places = None if visible_words is None or len(keep) + 1 >= next_words.top_k else visible_words - 1
+        preds = next_words([clean(t).split() for t in texts], places=places)
         action = method.removeprefix("clm_")
         return [clm(t, c, p, action=action, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep)
                 for t, (c, p) in zip(texts, preds, strict=True)]

@@ -42,6 +42,7 @@ class CsclAugment(Section):
     keep_identity_terms: bool  # never replace / delete / insert identity terms (an addition to EDA)
     lm: str  # the CLM augmentations' language model, a registry name (paper: roberta-base, a masked LM)
     top_k: int = Field(gt=0)  # CLM: a word is sampled by probability from this many predictions (nlpaug: 100)
+    visible_only: bool  # CLM: predict only the places within the encoder's max_length words (the same visible views)
 
 
 class CsclTrain(Section):

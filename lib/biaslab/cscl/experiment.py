@@ -155,15 +155,17 @@ def default_label(method, batch_size: int, augmentation: str) -> str:
 
 def augmented_inputs(texts: Sequence[str], augmentation: str, bank: ct.StateBank, *, encoder_dir, alpha: float,
                      n_aug: int, seed: int, keep, max_length: int, batch_size: int, device: str, synonym_fn=None,
-                     next_words=None) -> tuple[pd.Series, ct.StateBank]:
+                     next_words=None, visible_only: bool) -> tuple[pd.Series, ct.StateBank]:
     """The inputs of an augmentation variant (§4.2 RQ3): ``texts``' views by ``augmentation``
     (:func:`biaslab.cscl.augment.views`) as a text → views series, and ``bank`` extended with the frozen states of the
-    new views (the originals' are already in it)."""
+    new views (the originals' are already in it). ``visible_only`` (``cscl.augment.visible_only``): the CLM methods
+    predict only the places within the first ``max_length`` words, the ones the encoder can see (module doc of
+    :mod:`biaslab.cscl.augment`)."""
     from . import augment
 
     texts = list(texts)
     v = augment.views(texts, augmentation, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep, synonym_fn=synonym_fn,
-                      next_words=next_words)
+                      next_words=next_words, visible_words=max_length if visible_only else None)
     new = [x for vs in v for x in vs if x not in bank.index]
     extra = ct.compute_states(encoder_dir, new, n_frozen=bank.n_frozen, max_length=max_length,
                               batch_size=batch_size, device=device)
