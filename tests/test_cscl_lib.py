@@ -258,5 +258,7 @@ def test_run_inlp_gives_each_grid_value_what_a_run_of_its_own_gives():
     assert not np.array_equal(both[1]["test_features"], both[3]["test_features"])
     other = experiment.run_inlp(method([1]), rows, feats, train=train, seed=1)[1]  # another seed: another run
     assert not np.array_equal(other["test_features"], both[1]["test_features"])
+    floats = experiment.run_inlp(method([1.0, 3.0]), rows, feats, train=train, seed=0)  # params.yaml's grid, as parsed
+    assert list(floats) == [1.0, 3.0] and all(np.array_equal(floats[v]["pred"], both[int(v)]["pred"]) for v in floats)
     with pytest.raises(ValueError, match="n_classifiers"):
         experiment.run_inlp(method([2.5]), rows, feats, train=train, seed=0)

@@ -80,23 +80,25 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     return out
 
 
-def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train, seed: int) -> dict[int, dict]:
+def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train, seed: int) -> dict[float, dict]:
     """INLP (§4.2) on a CE encoder's features, for every value of the method's grid (``method.grid``: iteration
     counts, e.g. {20, 50}): the debiasing projections learnt on train (dev accuracy on val), then per value the MLP
     head on the projected features (Ravfogel et al.'s guarding layer + classifier). ``{value: result}``.
 
     One INLP run serves the whole grid: its first n iterations are exactly a run of n
     (:func:`biaslab.cscl.inlp.debiasing_projections`), so each value's result is the one a grid of that value alone
-    gives, bit for bit (tested)."""
+    gives, bit for bit (tested). The grid's values come as params.yaml's numbers (the schema's floats, 20.0): a
+    whole one counts iterations, anything else is refused by the INLP run."""
     tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
+    counts = {v: int(v) if not isinstance(v, bool) and float(v).is_integer() else v for v in method.grid}
     runs = debiasing_projections(features["train"], tr["a"].to_numpy(), features["val"], va["a"].to_numpy(),
-                                 list(method.grid), min_accuracy=float(method.min_accuracy),
+                                 list(counts.values()), min_accuracy=float(method.min_accuracy),
                                  by_class=bool(method.by_class), seed=int(seed), main_train=tr["y"].to_numpy(),
                                  main_dev=va["y"].to_numpy())
     n_classes = int(rows["y"].max()) + 1
     out = {}
     for value in method.grid:
-        P, kept, _ = runs[value]
+        P, kept, _ = runs[counts[value]]
         proj = {s: features[s] @ P.T for s in features}
         head, head_log = ct.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,
