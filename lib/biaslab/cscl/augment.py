@@ -20,11 +20,11 @@
   every word is at least one token, so a word at index ``max_length`` or later is never seen. Insertions only push
   words to later indices, so an edit at place g ≥ ``max_length`` cannot change what the encoder sees. With
   ``visible_words`` set, the LM predicts places 1 … ``visible_words`` − 1 only, from a forward pass that stops
-  there; a place beyond can still be drawn, and then takes the random draw that sampling its word would take (one
-  ``random()``), but no word is written. The first ``visible_words`` words of every view — all the encoder sees —
-  are then those of the full computation (tested), as long as every place's candidate pool is non-empty, which
-  holds when fewer than ``top_k`` − 1 words are kept (checked; otherwise every place is predicted). Only the unseen
-  tail of a view's text differs. On cscl's GenderBias-QA passages the sensitivity stage's results came out
+  there; a place beyond can still be drawn, and then makes the same weighted ``choices`` call that sampling its word
+  makes (on a one-word stand-in), so the random stream stays in step, but no word is written. The first
+  ``visible_words`` words of every view — all the encoder sees — are then those of the full computation (tested),
+  as long as every place's candidate pool is non-empty, which holds when fewer than ``top_k`` − 1 words are kept
+  (checked; otherwise every place is predicted). Only the unseen tail of a view's text differs. On cscl's GenderBias-QA passages the sensitivity stage's results came out
   byte-identical, the stage 223 s instead of 285 s (README, cscl).
 
 Back-translation (wmt19-en-de and back) has no offline substitute here: no translation model ships in a package,
@@ -256,10 +256,10 @@ class NextWords:
 
         if places is not None and places < 0:
             raise ValueError(f"places must be at least 0, got {places}")
-        sentences = [(*w, places) for w in sentences]  # the memo's key: the words and how many places are predicted
-        todo = list(dict.fromkeys(w for w in sentences if w not in self._memo))
+        keys = [(tuple(w), places) for w in sentences]  # the memo's key: the words and how many places are predicted
+        todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
         seqs, ends, counts = [], [], []
-        for *words, _ in todo:
+        for words, _ in todo:
             ids, end = [], []
             for j, w in enumerate(words):
                 piece = self._word_ids(w, j == 0)
@@ -298,7 +298,7 @@ class NextWords:
                     out[i] = (cands + [None] * unseen,
                               np.concatenate([probs, np.full((unseen, self.top_k), np.nan, np.float32)]))
         self._memo.update(zip(todo, out, strict=True))
-        return [self._memo[w] for w in sentences]
+        return [self._memo[k] for k in keys]
 
 def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, action: str, alpha: float, n_aug: int,
         seed: int, keep: Collection[str] = frozenset()) -> list[str]:
@@ -324,8 +324,8 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
     for _ in range(n_aug):
         new = list(words)
         for i in sorted(rng.sample(eligible, min(n, len(eligible))), reverse=True):
-            if candidates[i - 1] is None:  # a place the encoder never sees (module doc): the draw, not the word
-                rng.random()
+            if candidates[i - 1] is None:  # a place the encoder never sees (module doc): the draw, not the word —
+                rng.choices([words[i - 1]], weights=[1.0])  # the same call as below, so the stream stays in step
                 continue
             pool = [(w, float(p)) for w, p in zip(candidates[i - 1], probs[i - 1], strict=True)
                     if w not in keep and (action == "insert" or w != words[i])]
