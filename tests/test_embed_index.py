@@ -45,6 +45,34 @@ def test_each_text_is_embedded_once(minilm, tmp_path, monkeypatch):
     assert calls[-1] == ["A new sentence."]
 
 
+def test_a_text_no_length_cuts_is_stored_once_for_every_length_and_a_cut_text_per_length(minilm, tmp_path,
+                                                                                          monkeypatch):
+    # the base encoder at 256 tokens (ragfair's stages) and at 16 (here: a length that cuts the long text) share
+    # the short texts' vectors, bit for bit, and keep the long text's two vectors apart
+    import copy
+
+    model = copy.deepcopy(minilm)
+    long = "The engineer who fixed the old bridge over the river last winter " * 6
+    texts = [*TEXTS, long]
+    model.max_seq_length = 256
+    at_256 = Encoder(model, device="cpu", batch_size=64, cache_root=tmp_path).encode(texts)
+    model.max_seq_length = 16
+    bare = Encoder(model, device="cpu", batch_size=64, cache=False).encode(texts)
+    enc = Encoder(model, device="cpu", batch_size=64, cache_root=tmp_path)
+    calls = []
+    real = enc._encode
+    monkeypatch.setattr(enc, "_encode", lambda t, sp: calls.append(list(t)) or real(t, sp))
+    at_16 = enc.encode(texts)
+    assert calls == [[long]]  # only the text that 16 tokens cut is encoded again
+    np.testing.assert_array_equal(at_16, bare)  # a shared vector is the one this length computes
+    np.testing.assert_array_equal(at_16[:4], at_256[:4])
+    assert not np.array_equal(at_16[4], at_256[4])
+    assert model.max_seq_length == 16  # the keys' token count leaves the model's length as it was
+    assert embed.text_keys(model, [long]) != embed.text_keys(minilm, [long])
+    assert embed.text_keys(model, TEXTS) == embed.text_keys(minilm, TEXTS)
+    assert enc.fingerprint == Encoder(minilm, device="cpu", batch_size=64, cache=False).fingerprint
+
+
 def test_cache_use_is_logged_only_when_asked(minilm, tmp_path, monkeypatch):
     log = tmp_path / "usage.jsonl"
     enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
@@ -171,6 +199,10 @@ def test_fingerprint_changes_with_the_weights(minilm):
     assert fingerprint(other) != fp
     assert fingerprint(minilm, normalize=False) != fp
     assert fingerprint(minilm, scheme="another batching") != fp  # vectors computed another way are not reused
+    short = copy.deepcopy(minilm)
+    short.max_seq_length = 16
+    assert fingerprint(short) != fp  # the length is in the fingerprint unless the keys carry it
+    assert fingerprint(short, truncation=False) == fingerprint(minilm, truncation=False)
 
 
 def test_cache_store_roundtrip(tmp_path):

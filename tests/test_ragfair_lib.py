@@ -60,6 +60,30 @@ def test_ridge_probe_finds_a_linear_signal_and_the_shuffle_control_does_not():
         probing.ridge_probe(X[:5], y[:5], folds=5, alphas=[1.0], seed=0, shuffles=1)
 
 
+@pytest.mark.parametrize("shuffles", [1, 3])
+def test_ridge_probe_is_sklearns_cross_val_score_bit_for_bit(shuffles):
+    # the probe as sklearn would score it: one cross_val_score per target, the controls drawn as before
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import KFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(80, 384)).astype(np.float32)  # a category's layer states: fewer rows than dimensions
+    y = np.tanh(X[:, :5].sum(1) / 3 + rng.normal(size=80))
+    alphas, seed = [0.1, 1.0, 10.0, 100.0], 3
+    cv = KFold(5, shuffle=True, random_state=seed)
+
+    def r2(target):
+        model = make_pipeline(StandardScaler(), RidgeCV(alphas=alphas))
+        return float(np.mean(cross_val_score(model, X, target, cv=cv, scoring="r2")))
+
+    draws = np.random.default_rng(seed)
+    control = [r2(draws.permutation(y)) for _ in range(shuffles)]
+    res = probing.ridge_probe(X, y, folds=5, alphas=alphas, seed=seed, shuffles=shuffles)
+    assert res == {"r2": r2(y), "r2_shuffled": float(np.mean(control))}
+
+
 def test_depth_trend_is_spearman_of_layer_vs_bias():
     t = pd.DataFrame({"category": ["a"] * 4 + ["b"] * 4, "layer": [0, 1, 2, 3] * 2,
                       "bias_mean": [0.1, 0.2, 0.3, 0.4, 0.4, 0.3, 0.35, 0.1]})
@@ -484,3 +508,33 @@ def test_a_lora_run_merges_changed_weights_into_a_plain_checkpoint(tmp_path):
     changed = [k for k in base if k in trained and not torch.equal(base[k], trained[k])]
     assert changed and all(any(t in k for t in ("query", "key", "value")) for k in changed)
     assert summary["last_terms"]["delta_w"] > 0
+
+
+def test_the_bootstrap_measures_all_resamples_at_once_as_parity_metrics_measures_each():
+    # ragfair.findings' summary of SPD / EOD / Acc@1 over a [rounds, n] matrix of within-category resamples gives,
+    # per row, the mean over categories of extrinsic.parity_metrics on that row's rows — bit for bit, including a
+    # category where one role never occurs (undefined gaps) — and refuses resamples that cross categories
+    from biaslab import stats
+    from biaslab.ragfair import findings
+
+    rng = np.random.default_rng(0)
+    roles = extrinsic.ROLES
+    cats = np.repeat(np.array(list("abcd")), [40, 40, 40, 3])
+    n = len(cats)
+    gold, pred, hit = rng.choice(roles[:2], n), rng.choice(roles, n, p=[0.45, 0.45, 0.1]), rng.random(n) < 0.3
+    gold[cats == "d"] = roles[0]
+    resamples = stats.resample_indices(n, 200, 1, cats)
+    for m in ("spd", "eod", "acc_at_1"):
+        def by_hand(ix, m=m):
+            vals = []
+            for c in "abcd":
+                sel = ix[cats[ix] == c]
+                vals.append(100.0 * float(hit[sel].mean()) if m == "acc_at_1"
+                            else extrinsic.parity_metrics(gold[sel], pred[sel])[m])
+            return float(np.nanmean(vals))
+
+        fn = findings._measure((cats, gold, pred, hit), m)
+        np.testing.assert_array_equal(fn(resamples), [by_hand(ix) for ix in resamples])
+        assert fn(np.arange(n)) == by_hand(np.arange(n))
+    with pytest.raises(ValueError, match="within categories"):
+        fn(np.zeros(n, dtype=int))

@@ -99,3 +99,40 @@ def test_fairness_score_and_full_test():
 def test_zero_vector_is_rejected():
     with pytest.raises(ValueError, match="zero vector"):
         association(np.zeros((1, 2)), A, B)
+
+
+def _scipy_exact(s_x, s_y):
+    from scipy import stats
+
+    return float(stats.permutation_test((s_x, s_y), lambda x, y, axis=-1: x.sum(axis=axis) - y.sum(axis=axis),
+                                        permutation_type="independent", vectorized=True, n_resamples=np.inf,
+                                        alternative="greater").pvalue)
+
+
+@pytest.mark.parametrize("nx, ny", [(2, 2), (2, 5), (6, 6), (8, 8), (9, 9), (5, 14)])
+def test_exact_p_value_is_scipys(nx, ny):
+    # SEAT-like associations (cosine differences), ties within and across the sets (repeated sentences), a set
+    # that is all ties, and X against itself: every count must be scipy's exactly
+    from biaslab.metrics.seat import exact_p_value
+
+    rng = np.random.default_rng(nx * 100 + ny)
+    for trial in range(12):
+        s_x, s_y = rng.normal(0, 0.05, nx), rng.normal(0.01 * (trial - 6), 0.05, ny)
+        if trial % 3 == 1:  # repeated values
+            s_x = rng.choice(s_y, nx)
+        if trial % 4 == 2:
+            s_x, s_y = np.full(nx, 0.1), np.full(ny, 0.1)
+        assert exact_p_value(s_x, s_y) == _scipy_exact(s_x, s_y), (nx, ny, trial)
+    with pytest.raises(ValueError, match="at least two targets per set"):
+        permutation_p_value(np.array([0.1]), np.array([0.2, 0.3]), **PERM)
+
+
+def test_exact_p_value_on_real_sizes_is_scipys():
+    # a sent-bias test's size (C(18, 9) = 48,620 partitions) from real-looking associations
+    from biaslab.metrics.seat import exact_p_value
+
+    rng = np.random.default_rng(3)
+    X, Y, A, B = (rng.normal(size=(k, 32)) + 0.2 for k in (9, 9, 8, 8))
+    s_x, s_y = association(X, A, B), association(Y, A, B)
+    assert exact_p_value(s_x, s_y) == _scipy_exact(s_x, s_y)
+    assert exact_p_value(s_y, s_x) == _scipy_exact(s_y, s_x)

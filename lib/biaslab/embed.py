@@ -1,9 +1,11 @@
 """Batched sentence embedding with an on-disk cache: each text is embedded once per model.
 
 The cache key is (model fingerprint, text). The fingerprint hashes the model's weights and the settings
-that change its output (module configuration, max sequence length, normalisation), so a fine-tuned
-checkpoint never reuses its base model's vectors, while a rerun with the same model costs nothing. Vectors
-live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
+that change its output (module configuration, normalisation), so a fine-tuned checkpoint never reuses its base
+model's vectors, while a rerun with the same model costs nothing. The truncation length is in the key of the texts
+it cuts, not in the fingerprint (:func:`text_keys`): a text that the model reads whole has one vector whatever
+``max_seq_length`` it is loaded with (the base encoder at 256 in ragfair's stages and at 128 in the bias cards share
+their BBQ and SEAT vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
 encoding, and misses are encoded in batches of texts with the *same* token count (:func:`length_batches`):
 no text is ever padded, and a batch whose token rows make a matrix product that this machine's BLAS computes
 another way is filled with copies of its own texts (:func:`filled`), so a text's vector does not depend on which
@@ -34,6 +36,7 @@ import functools
 import hashlib
 import json
 import platform
+import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -179,14 +182,20 @@ def token_lengths(model, texts: Sequence[str], chunk: int = 4096) -> np.ndarray:
                            for s in range(0, len(texts), chunk)] or [np.zeros(0, np.int64)])
 
 
-def fingerprint(model, *, normalize: bool = True, scheme: str | None = None) -> str:
+def fingerprint(model, *, normalize: bool = True, scheme: str | None = None, truncation: bool = True) -> str:
     """Content hash of a ``SentenceTransformer`` (weights + output-relevant settings) and of how its outputs are
     computed: ``scheme``, the embedding store's ``ENCODING`` unless a caller that computes something else (the RAG
-    reader's option scores) names its own, so a change to the batching does not invalidate what it caches."""
+    reader's option scores) names its own, so a change to the batching does not invalidate what it caches. With
+    ``truncation=False`` the model's ``max_seq_length`` is left out: the embedding store keys the texts that a
+    length cuts by that length instead (:func:`text_keys`)."""
     h = hashlib.sha256()
-    h.update(repr(model).encode())  # module stack with pooling and normalisation settings
+    stack = repr(model)  # module stack with pooling and normalisation settings
+    if not truncation:
+        stack = re.sub(r"'max_seq_length': \w+", "'max_seq_length': *", stack)
+    h.update(stack.encode())
     scheme = ENCODING if scheme is None else scheme
-    h.update(f"max_seq_length={getattr(model, 'max_seq_length', None)};normalize={normalize};{scheme}".encode())
+    cut = getattr(model, "max_seq_length", None) if truncation else "*"
+    h.update(f"max_seq_length={cut};normalize={normalize};{scheme}".encode())
     for key, tensor in sorted(model.state_dict().items()):
         h.update(key.encode())
         h.update(str(tuple(tensor.shape)).encode())
@@ -196,6 +205,25 @@ def fingerprint(model, *, normalize: bool = True, scheme: str | None = None) -> 
 
 def _text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def text_keys(model, texts: Sequence[str]) -> list[bytes]:
+    """The store's key of each text for ``model``: the text's hash when the model reads the whole text, and the hash
+    of the text with the model's ``max_seq_length`` when that length cuts it. A vector depends on the weights and
+    the tokens the model reads, not on the length setting (equal-length batches, no padding: module doc), so a
+    text no length cuts gets one vector at every ``max_seq_length`` — stages and the bias cards that load the same
+    weights with another truncation share it — while a cut text is stored once per length. Token counts come from
+    the model's own preprocessing with a limit one token above its length (cut there means cut at the length)."""
+    if model.max_seq_length is None:  # no length of its own: nothing shared across lengths
+        return [_text_key(f"{t}\x00max_seq_length=None") for t in texts]
+    length = int(model.max_seq_length)
+    model.max_seq_length = length + 1
+    try:
+        counts = token_lengths(model, texts)
+    finally:
+        model.max_seq_length = length
+    return [_text_key(t) if c <= length else _text_key(f"{t}\x00max_seq_length={length}")
+            for t, c in zip(texts, counts, strict=True)]
 
 
 class EmbeddingCache:
@@ -250,7 +278,7 @@ class Encoder:
         self.model = model
         self.batch_size = batch_size
         self.normalize = normalize
-        self.fingerprint = fingerprint(model, normalize=normalize)
+        self.fingerprint = fingerprint(model, normalize=normalize, truncation=False)  # lengths: in the keys
         self.cache_root = cache_root
         self.cache = EmbeddingCache(self.fingerprint, cache_root) if cache else None
 
@@ -284,7 +312,7 @@ class Encoder:
         if self.cache is None:
             table = dict(zip(unique, self._encode(unique, show_progress), strict=False))
             return np.stack([table[t] for t in texts])
-        keys = {t: _text_key(t) for t in unique}
+        keys = dict(zip(unique, text_keys(self.model, unique), strict=True))
         hits = self.cache.get(list(keys.values()))
         missing = [t for t in unique if keys[t] not in hits]
         record_usage(self.name, "pooled", len(texts), len(unique), len(unique) - len(missing))
@@ -332,7 +360,7 @@ class Encoder:
             return np.stack([table[t] for t in texts])
         if not hasattr(self, "_layer_cache"):
             self._layer_cache = EmbeddingCache(self.fingerprint, self.cache_root, kind="layers")
-        keys = {t: _text_key(t) for t in unique}
+        keys = dict(zip(unique, text_keys(self.model, unique), strict=True))
         hits = self._layer_cache.get(list(keys.values()))
         missing = [t for t in unique if keys[t] not in hits]
         record_usage(self.name, "layers", len(texts), len(unique), len(unique) - len(missing))

@@ -80,14 +80,22 @@ def resample_indices(n: int, rounds: int, seed: int, strata: Sequence | None = N
     return out
 
 
+def _draws(statistic: Callable[[np.ndarray], float], resamples: np.ndarray, vectorized: bool) -> np.ndarray:
+    if vectorized:
+        return np.asarray(statistic(resamples), dtype=np.float64)
+    return np.array([statistic(ix) for ix in resamples], dtype=np.float64)
+
+
 def ci_statistic(n_units: int, statistic: Callable[[np.ndarray], float], *, rounds: int, confidence: float,
-                 seed: int, strata: Sequence | None = None) -> Estimate:
+                 seed: int, strata: Sequence | None = None, vectorized: bool = False) -> Estimate:
     """``statistic(indices)`` on all units and its percentile bootstrap interval over ``rounds`` resamples of unit
-    indices (within ``strata`` when given). Resamples on which the statistic is undefined (NaN) are dropped."""
+    indices (within ``strata`` when given). Resamples on which the statistic is undefined (NaN) are dropped.
+    ``vectorized``: the statistic also takes a ``[rounds, n]`` matrix of resamples and returns one value per row
+    (the same values it gives each row alone), and gets them in one call."""
     value = float(statistic(np.arange(n_units)))
     if n_units < 2:
         return Estimate(value, float("nan"), float("nan"), n_units, "bootstrap-percentile")
-    draws = np.array([statistic(ix) for ix in resample_indices(n_units, rounds, seed, strata)], dtype=np.float64)
+    draws = _draws(statistic, resample_indices(n_units, rounds, seed, strata), vectorized)
     draws = draws[np.isfinite(draws)]
     if len(draws) == 0:
         return Estimate(value, float("nan"), float("nan"), n_units, "bootstrap-percentile")
@@ -97,14 +105,16 @@ def ci_statistic(n_units: int, statistic: Callable[[np.ndarray], float], *, roun
 
 
 def paired_statistic(n_units: int, a: Callable[[np.ndarray], float], b: Callable[[np.ndarray], float], *,
-                     rounds: int, confidence: float, seed: int, strata: Sequence | None = None) -> Estimate:
+                     rounds: int, confidence: float, seed: int, strata: Sequence | None = None,
+                     vectorized: bool = False) -> Estimate:
     """a(indices) − b(indices) for two systems measured on the same units (e.g. SPD of a debiased checkpoint and of
     the baseline over the same BBQ rows): the difference on all units, its percentile bootstrap interval from
     resampling the units once for both systems, and a two-sided bootstrap p-value (twice the smaller share of
-    resampled differences on either side of 0)."""
+    resampled differences on either side of 0). ``vectorized``: as :func:`ci_statistic`'s, for both statistics."""
     full = np.arange(n_units)
     value = float(a(full) - b(full))
-    draws = np.array([a(ix) - b(ix) for ix in resample_indices(n_units, rounds, seed, strata)], dtype=np.float64)
+    resamples = resample_indices(n_units, rounds, seed, strata)
+    draws = _draws(a, resamples, vectorized) - _draws(b, resamples, vectorized)
     draws = draws[np.isfinite(draws)]
     if len(draws) == 0:
         return Estimate(value, float("nan"), float("nan"), n_units, "paired-bootstrap", float("nan"))

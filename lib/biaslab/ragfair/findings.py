@@ -11,6 +11,7 @@ roles and the own-context hits), so every interval is computed from this run's r
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -38,20 +39,48 @@ def _flat(card) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _measure(flat, name: str):
-    """The card's summary of ``name`` (mean over categories) on a resample of row indices."""
+    """The card's summary of ``name`` (mean over categories) on a resample of row indices: ``fn(ix)`` for one
+    resample ``[n]`` (a float) or for a ``[rounds, n]`` matrix of them (one value per row, in one pass — the same
+    numbers: counts of the same rows, divided as :func:`.extrinsic.parity_metrics` divides them, averaged in the
+    same order). Resamples are drawn within categories (:func:`biaslab.stats.resample_indices` with the categories
+    as strata), so the rows at a category's positions are that category's."""
     cats, gold, pred, hit = flat
     labels = list(dict.fromkeys(cats.tolist()))
+    where = [np.flatnonzero(cats == c) for c in labels]
+    s_role, n_role = extrinsic.ROLES[:2]
 
-    def fn(ix: np.ndarray) -> float:
-        by_cat = cats[ix]  # resamples are drawn within categories, so each index keeps its category
-        vals = []
-        for c in labels:
-            sel = ix[by_cat == c]
+    def rate(num: np.ndarray, den: np.ndarray) -> np.ndarray:  # a mean of booleans; NaN over no rows
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+    def fn(ix: np.ndarray):
+        ix = np.asarray(ix)
+        rows = np.atleast_2d(ix)
+        if not np.array_equal(cats[rows], np.broadcast_to(cats, rows.shape)):
+            raise ValueError("resample the rows within categories (strata = the rows' categories)")
+        vals = np.empty((len(rows), len(labels)))
+        for j, pos in enumerate(where):
+            sel = rows[:, pos]
+            m = sel.shape[1]
             if name == "acc_at_1":
-                vals.append(100.0 * float(hit[sel].mean()))
-            else:
-                vals.append(extrinsic.parity_metrics(gold[sel], pred[sel])[name])
-        return float(np.nanmean(vals))
+                vals[:, j] = 100.0 * (hit[sel].sum(axis=1) / m)
+                continue
+            g, p = gold[sel], pred[sel]
+            out = {}
+            for role in (s_role, n_role):
+                y, y_hat = g == role, p == role
+                out[role] = (y_hat.sum(axis=1) / m, rate((y_hat & y).sum(axis=1), y.sum(axis=1)),
+                             rate((y_hat & ~y).sum(axis=1), (~y).sum(axis=1)))
+            (sel_s, tpr_s, fpr_s), (sel_n, tpr_n, fpr_n) = out[s_role], out[n_role]
+            if name == "spd":
+                vals[:, j] = np.abs(sel_s - sel_n)
+                continue
+            tpr, fpr = np.abs(tpr_s - tpr_n), np.abs(fpr_s - fpr_n)  # EOD: the mean of the defined gaps
+            vals[:, j] = np.where(np.isnan(tpr), fpr, np.where(np.isnan(fpr), tpr, (tpr + fpr) / 2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no defined category: NaN
+            res = np.nanmean(vals, axis=1)
+        return float(res[0]) if ix.ndim == 1 else res
 
     return fn
 
@@ -72,7 +101,7 @@ def compare(card_of: Mapping, a: str, b: str, measure: str, *, rounds: int, conf
     flats = _flats({a: card_of[a], b: card_of[b]})
     strata = flats[a][0]
     return stats.paired_statistic(len(strata), _measure(flats[a], measure), _measure(flats[b], measure),
-                                  rounds=rounds, confidence=confidence, seed=seed, strata=strata)
+                                  rounds=rounds, confidence=confidence, seed=seed, strata=strata, vectorized=True)
 
 
 def intervals(card_of: Mapping, *, rounds: int, confidence: float, seed: int,
@@ -84,7 +113,7 @@ def intervals(card_of: Mapping, *, rounds: int, confidence: float, seed: int,
     for name, f in flats.items():
         for m in MEASURES:
             est = stats.ci_statistic(len(strata), _measure(f, m), rounds=rounds, confidence=confidence, seed=seed,
-                                     strata=strata)
+                                     strata=strata, vectorized=True)
             row = {"checkpoint": name, "measure": m, **est.as_dict()}
             if baseline in flats and name != baseline:
                 d = compare(card_of, name, baseline, m, rounds=rounds, confidence=confidence, seed=seed)

@@ -52,24 +52,37 @@ def bias_scores(e_cq: np.ndarray, e_s: np.ndarray, e_n: np.ndarray, tau: float) 
 
 def ridge_probe(X: np.ndarray, y: np.ndarray, *, folds: int, alphas: Sequence[float],
                 seed: int, shuffles: int) -> dict[str, float]:
-    """Cross-validated R² of a Ridge probe X -> y, and the same probe on label-shuffled y (the control)."""
+    """Cross-validated R² of a Ridge probe X -> y, and the same probe on label-shuffled y (the control).
+
+    The probe is sklearn's ``make_pipeline(StandardScaler(), RidgeCV(alphas))`` scored by ``cross_val_score`` with
+    ``KFold(folds, shuffle=True, random_state=seed)`` and the R² scorer — computed here as that function computes it
+    (per fold: fit the scaler on the training rows, RidgeCV on the scaled rows, ``r2_score`` on the held-out rows;
+    the mean over folds), with three things done once instead of per call: the folds, each fold's scaling (the same
+    for the real and the shuffled targets) and sklearn's input validation (``assume_finite``,
+    ``skip_parameter_validation``; the rows are the encoder's finite states). The same numbers, bit for bit
+    (``tests/test_ragfair_lib.py`` checks against ``cross_val_score``), 2.5 times faster: this was a tenth of a
+    bias card."""
+    import sklearn
     from sklearn.linear_model import RidgeCV
-    from sklearn.model_selection import KFold, cross_val_score
-    from sklearn.pipeline import make_pipeline
+    from sklearn.metrics import r2_score
+    from sklearn.model_selection import KFold
     from sklearn.preprocessing import StandardScaler
 
     if len(y) < 2 * folds:
         raise ValueError(f"ridge probe needs at least {2 * folds} rows for {folds}-fold CV, got {len(y)}; "
                          "raise ragfair.probing.max_rows_per_category or lower folds")
-    cv = KFold(folds, shuffle=True, random_state=seed)
-
-    def r2(target: np.ndarray) -> float:
-        model = make_pipeline(StandardScaler(), RidgeCV(alphas=list(alphas)))
-        return float(np.mean(cross_val_score(model, X, target, cv=cv, scoring="r2")))
-
     rng = np.random.default_rng(seed)
-    control = [r2(rng.permutation(y)) for _ in range(max(1, shuffles))]
-    return {"r2": r2(y), "r2_shuffled": float(np.mean(control))}
+    targets = [np.asarray(y)] + [rng.permutation(y) for _ in range(max(1, shuffles))]  # the real y, then controls
+    scores = np.zeros((len(targets), folds))
+    with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
+        for f, (train, test) in enumerate(KFold(folds, shuffle=True, random_state=seed).split(X)):
+            scaler = StandardScaler().fit(X[train])
+            x_train, x_test = scaler.transform(X[train]), scaler.transform(X[test])
+            for j, target in enumerate(targets):
+                model = RidgeCV(alphas=list(alphas)).fit(x_train, target[train])
+                scores[j, f] = r2_score(target[test], model.predict(x_test))
+    r2 = [float(np.mean(s)) for s in scores]
+    return {"r2": r2[0], "r2_shuffled": float(np.mean(r2[1:]))}
 
 
 def probe_category(layers_cq: np.ndarray, layers_s: np.ndarray, layers_n: np.ndarray, *, tau: float, folds: int,
