@@ -68,8 +68,12 @@ def test_a_text_no_length_cuts_is_stored_once_for_every_length_and_a_cut_text_pe
     np.testing.assert_array_equal(at_16[:4], at_256[:4])
     assert not np.array_equal(at_16[4], at_256[4])
     assert model.max_seq_length == 16  # the keys' token count leaves the model's length as it was
-    assert embed.text_keys(model, [long]) != embed.text_keys(minilm, [long])
-    assert embed.text_keys(model, TEXTS) == embed.text_keys(minilm, TEXTS)
+    assert list(embed.read_lengths(model, [long, TEXTS[0]])) == [17, 7]  # one above the length: cut
+    calls.clear()
+    model.max_seq_length = 256  # back at 256: every vector stored, the long text's under its whole-text key
+    assert np.array_equal(enc.encode(texts), at_256) and calls == []
+    hits, missing = embed.cached(enc.cache, model, [long, "never seen"])
+    assert missing == ["never seen"] and np.array_equal(hits[long], at_256[4])
     assert enc.fingerprint == Encoder(minilm, device="cpu", batch_size=64, cache=False).fingerprint
 
 
@@ -209,9 +213,9 @@ def test_cache_store_roundtrip(tmp_path):
     c = EmbeddingCache("f" * 64, tmp_path)
     keys = [i.to_bytes(16, "big") for i in range(1000)]
     vecs = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32)
-    c.put(keys, vecs)
+    c.put(keys, range(1000), vecs)
     got = c.get(keys)
-    assert len(c) == 1000 and np.array_equal(got[keys[999]], vecs[999])
+    assert len(c) == 1000 and np.array_equal(got[keys[999]][1], vecs[999]) and got[keys[999]][0] == 999
 
 
 def test_dense_index_is_exact_cosine_top_k():

@@ -136,3 +136,20 @@ def test_exact_p_value_on_real_sizes_is_scipys():
     s_x, s_y = association(X, A, B), association(Y, A, B)
     assert exact_p_value(s_x, s_y) == _scipy_exact(s_x, s_y)
     assert exact_p_value(s_y, s_x) == _scipy_exact(s_y, s_x)
+
+
+@pytest.mark.parametrize("nx, ny, n_samples", [(10, 10, 5000), (8, 25, 30_001), (3, 40, 1000)])
+def test_sampled_p_value_is_scipys_with_the_same_seed(nx, ny, n_samples):
+    # the same random partitions from the same stream, in chunks that do not divide n_samples
+    from scipy import stats
+
+    from biaslab.metrics.seat import sampled_p_value
+
+    rng = np.random.default_rng(nx + ny)
+    for seed in (0, 11):
+        s_x, s_y = rng.normal(0.01, 0.05, nx), rng.normal(0, 0.05, ny)
+        s_x[:2] = s_y[:2]  # ties
+        ref = stats.permutation_test((s_x, s_y), lambda x, y, axis=-1: x.sum(axis=axis) - y.sum(axis=axis),
+                                     permutation_type="independent", vectorized=True, n_resamples=n_samples,
+                                     alternative="greater", rng=np.random.default_rng(seed)).pvalue
+        assert sampled_p_value(s_x, s_y, n_samples=n_samples, seed=seed, chunk=7_000) == float(ref)

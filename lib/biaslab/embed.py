@@ -3,7 +3,7 @@
 The cache key is (model fingerprint, text). The fingerprint hashes the model's weights and the settings
 that change its output (module configuration, normalisation), so a fine-tuned checkpoint never reuses its base
 model's vectors, while a rerun with the same model costs nothing. The truncation length is in the key of the texts
-it cuts, not in the fingerprint (:func:`text_keys`): a text that the model reads whole has one vector whatever
+it cuts, not in the fingerprint (:func:`cached`): a text that the model reads whole has one vector whatever
 ``max_seq_length`` it is loaded with (the base encoder at 256 in ragfair's stages and at 128 in the bias cards share
 their BBQ and SEAT vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
 encoding, and misses are encoded in batches of texts with the *same* token count (:func:`length_batches`):
@@ -187,7 +187,7 @@ def fingerprint(model, *, normalize: bool = True, scheme: str | None = None, tru
     computed: ``scheme``, the embedding store's ``ENCODING`` unless a caller that computes something else (the RAG
     reader's option scores) names its own, so a change to the batching does not invalidate what it caches. With
     ``truncation=False`` the model's ``max_seq_length`` is left out: the embedding store keys the texts that a
-    length cuts by that length instead (:func:`text_keys`)."""
+    length cuts by that length instead (:func:`cached`)."""
     h = hashlib.sha256()
     stack = repr(model)  # module stack with pooling and normalisation settings
     if not truncation:
@@ -207,27 +207,57 @@ def _text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
-def text_keys(model, texts: Sequence[str]) -> list[bytes]:
-    """The store's key of each text for ``model``: the text's hash when the model reads the whole text, and the hash
-    of the text with the model's ``max_seq_length`` when that length cuts it. A vector depends on the weights and
-    the tokens the model reads, not on the length setting (equal-length batches, no padding: module doc), so a
-    text no length cuts gets one vector at every ``max_seq_length`` — stages and the bias cards that load the same
-    weights with another truncation share it — while a cut text is stored once per length. Token counts come from
-    the model's own preprocessing with a limit one token above its length (cut there means cut at the length)."""
-    if model.max_seq_length is None:  # no length of its own: nothing shared across lengths
-        return [_text_key(f"{t}\x00max_seq_length=None") for t in texts]
+def _cut_key(text: str, length) -> bytes:
+    return _text_key(f"{text}\x00max_seq_length={length}")
+
+
+def read_lengths(model, texts: Sequence[str]) -> np.ndarray:
+    """How many tokens of each text ``model`` reads, counted with a limit one token above its ``max_seq_length``: a
+    count above the length means the length cuts the text (the model reads ``max_seq_length`` tokens of it)."""
     length = int(model.max_seq_length)
     model.max_seq_length = length + 1
     try:
-        counts = token_lengths(model, texts)
+        return token_lengths(model, texts)
     finally:
         model.max_seq_length = length
-    return [_text_key(t) if c <= length else _text_key(f"{t}\x00max_seq_length={length}")
-            for t, c in zip(texts, counts, strict=True)]
+
+
+def cached(db: EmbeddingCache, model, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The stored vectors of ``texts`` for ``model`` (text -> vector) and the texts not stored. A vector depends on
+    the weights and on the tokens the model reads, not on its ``max_seq_length`` setting (equal-length batches, no
+    padding: module doc), so a text the model reads whole is stored under its own hash with its token count, and a
+    hit is used whenever the count fits the model's length — the same weights loaded at another length (the base
+    encoder at 256 in ragfair's stages and at 128 in the bias cards) share it — while a text that a length cuts is
+    stored under its hash with that length. Only the misses are tokenized (:func:`store`)."""
+    length = model.max_seq_length
+    found = db.get([_text_key(t) for t in texts])
+    out, rest = {}, []
+    for t in texts:
+        hit = found.get(_text_key(t))
+        if hit is not None and length is not None and hit[0] <= length:
+            out[t] = hit[1]
+        else:
+            rest.append(t)
+    if rest:
+        found = db.get([_cut_key(t, length) for t in rest])
+        out.update((t, found[_cut_key(t, length)][1]) for t in rest if _cut_key(t, length) in found)
+    return out, [t for t in texts if t not in out]
+
+
+def store(db: EmbeddingCache, model, texts: Sequence[str], vectors: np.ndarray) -> None:
+    """Keep the vectors of ``texts`` (just encoded by ``model``) under the keys :func:`cached` looks for."""
+    length = model.max_seq_length
+    if length is None:  # no length of its own: nothing is shared across lengths
+        db.put([_cut_key(t, None) for t in texts], np.zeros(len(texts), np.int64), vectors)
+        return
+    counts = read_lengths(model, texts)
+    db.put([_text_key(t) if c <= length else _cut_key(t, length) for t, c in zip(texts, counts, strict=True)],
+               counts, vectors)
 
 
 class EmbeddingCache:
-    """SQLite store of float32 vectors keyed by text hash, one file per model fingerprint."""
+    """SQLite store of float32 vectors keyed by text hash, each with the token count it was computed from (see
+    :func:`cached`), one file per model fingerprint."""
 
     def __init__(self, model_fp: str, root: Path | None = None, kind: str = ""):
         folder = (root or cache_dir()) / "embeddings"
@@ -235,24 +265,26 @@ class EmbeddingCache:
         self.path = folder / f"{model_fp[:32]}{'-' + kind if kind else ''}.sqlite"
         self._db = sqlite3.connect(self.path, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS emb (k BLOB PRIMARY KEY, v BLOB NOT NULL)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vec (k BLOB PRIMARY KEY, n INTEGER NOT NULL, v BLOB NOT NULL)")
 
-    def get(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
-        found: dict[bytes, np.ndarray] = {}
+    def get(self, keys: list[bytes]) -> dict[bytes, tuple[int, np.ndarray]]:
+        found: dict[bytes, tuple[int, np.ndarray]] = {}
         for i in range(0, len(keys), 900):  # SQLite's bound-parameter limit
             chunk = keys[i : i + 900]
             rows = self._db.execute(
-                f"SELECT k, v FROM emb WHERE k IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+                f"SELECT k, n, v FROM vec WHERE k IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            found.update((k, (n, np.frombuffer(v, dtype=np.float32))) for k, n, v in rows)
         return found
 
-    def put(self, keys: list[bytes], vectors: np.ndarray) -> None:
+    def put(self, keys: list[bytes], counts: Sequence[int], vectors: np.ndarray) -> None:
         with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
-                                 zip(keys, (np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors), strict=False))
+            self._db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?, ?)",
+                                 zip(keys, (int(c) for c in counts),
+                                     (np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors),
+                                     strict=True))
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM emb").fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM vec").fetchone()[0]
 
     def close(self) -> None:
         self._db.close()
@@ -312,15 +344,13 @@ class Encoder:
         if self.cache is None:
             table = dict(zip(unique, self._encode(unique, show_progress), strict=False))
             return np.stack([table[t] for t in texts])
-        keys = dict(zip(unique, text_keys(self.model, unique), strict=True))
-        hits = self.cache.get(list(keys.values()))
-        missing = [t for t in unique if keys[t] not in hits]
+        hits, missing = cached(self.cache, self.model, unique)
         record_usage(self.name, "pooled", len(texts), len(unique), len(unique) - len(missing))
         if missing:
             vecs = self._encode(missing, show_progress)
-            self.cache.put([keys[t] for t in missing], vecs)
-            hits.update((keys[t], v) for t, v in zip(missing, vecs, strict=False))
-        return np.stack([hits[keys[t]] for t in texts])
+            store(self.cache, self.model, missing, vecs)
+            hits.update(zip(missing, vecs, strict=True))
+        return np.stack([hits[t] for t in texts])
 
     @property
     def n_layers(self) -> int:
@@ -360,12 +390,10 @@ class Encoder:
             return np.stack([table[t] for t in texts])
         if not hasattr(self, "_layer_cache"):
             self._layer_cache = EmbeddingCache(self.fingerprint, self.cache_root, kind="layers")
-        keys = dict(zip(unique, text_keys(self.model, unique), strict=True))
-        hits = self._layer_cache.get(list(keys.values()))
-        missing = [t for t in unique if keys[t] not in hits]
+        hits, missing = cached(self._layer_cache, self.model, unique)
         record_usage(self.name, "layers", len(texts), len(unique), len(unique) - len(missing))
         if missing:
             vecs = self._encode_layers(missing)
-            self._layer_cache.put([keys[t] for t in missing], vecs.reshape(len(missing), -1))
-            hits.update((keys[t], v.reshape(-1)) for t, v in zip(missing, vecs, strict=True))
-        return np.stack([hits[keys[t]].reshape(shape) for t in texts])
+            store(self._layer_cache, self.model, missing, vecs.reshape(len(missing), -1))
+            hits.update((t, v.reshape(-1)) for t, v in zip(missing, vecs, strict=True))
+        return np.stack([hits[t].reshape(shape) for t in texts])

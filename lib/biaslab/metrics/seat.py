@@ -10,9 +10,11 @@ For target sets X, Y and attribute sets A, B of embeddings:
   ``exact_limit`` (reference: 100,000), otherwise ``n_samples`` random partitions
 * fairness score (eq. 3): 1 − |ES| / E_max with E_max = 2.
 
-The permutation test is scipy's ``permutation_test`` (independent samples, alternative "greater"). One
-difference from the reference code, on purpose: scipy counts re-partitions whose statistic is *at least* the
-observed one (the observed partition included), the reference only those strictly greater. The exact
+The permutation test gives the p-values of scipy's ``permutation_test`` (independent samples, alternative
+"greater"), computed in array operations rather than scipy's per-partition Python loop (:func:`exact_p_value`,
+:func:`sampled_p_value`; tests compare the two). One difference from the reference code, on purpose: scipy counts
+re-partitions whose statistic is *at least* the observed one (the observed partition included), the reference only
+those strictly greater. The exact
 p-value is therefore never 0 here (its minimum is 1 / C(|X|+|Y|, |X|)), which is the textbook exact test;
 for the sampled test both add one pseudo-observation, p = (b + 1) / (n + 1).
 """
@@ -23,7 +25,6 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,33 @@ def exact_p_value(s_x: np.ndarray, s_y: np.ndarray) -> float:
     return float(np.count_nonzero(null >= observed - gamma) / c)
 
 
+def sampled_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int, seed: int,
+                    chunk: int = 20_000) -> float:
+    """The sampled one-sided permutation p-value as scipy's ``permutation_test`` computes it with
+    ``n_resamples=n_samples`` and ``rng=np.random.default_rng(seed)`` (independent samples, ``alternative="greater"``):
+    (b + 1) / (n + 1), b the random re-partitions whose statistic is at least the observed one less scipy's tolerance.
+    scipy draws one ``rng.permutation`` per resample in a Python loop; ``Generator.permuted`` along the rows of a
+    ``chunk``-row matrix draws the same permutations from the same stream in one call, and each statistic is summed
+    in scipy's layout — the same p-value (``tests/test_seat.py``), about ten times faster."""
+    s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
+    nx, n = len(s_x), len(s_x) + len(s_y)
+    z = np.concatenate([s_x, s_y])
+    observed = _statistic(s_x, s_y)
+    threshold = observed - abs(np.finfo(float).eps * 100 * observed)
+    rng = np.random.default_rng(seed)
+    count = 0
+    for start in range(0, n_samples, chunk):
+        rows = min(chunk, n_samples - start)
+        data = z[rng.permuted(np.tile(np.arange(n), (rows, 1)), axis=-1)]
+        count += int(np.count_nonzero(_statistic(data[:, :nx], data[:, nx:]) >= threshold))
+    return float(min(1.0, (count + 1) / (n_samples + 1)))
+
+
 def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int,
                         exact_limit: int, seed: int) -> tuple[float, str, int, int]:
     """One-sided p-value that X associates with A more than Y does. Returns (p, method, C, n evaluated): exact
-    (:func:`exact_p_value`) when C ≤ ``exact_limit``, else scipy's ``permutation_test`` on ``n_samples`` random
-    partitions."""
+    (:func:`exact_p_value`) when C ≤ ``exact_limit``, else on ``n_samples`` random partitions
+    (:func:`sampled_p_value`): both the p-values of scipy's ``permutation_test``."""
     s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
     if min(len(s_x), len(s_y)) < 2:
         raise ValueError(f"a SEAT permutation test needs at least two targets per set, got |X| = {len(s_x)}, "
@@ -106,13 +129,7 @@ def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int,
     n_partitions = comb(len(s_x) + len(s_y), len(s_x))
     if n_partitions <= exact_limit:
         return exact_p_value(s_x, s_y), "exact", n_partitions, n_partitions
-    res = stats.permutation_test(
-        (s_x, s_y), _statistic, permutation_type="independent", vectorized=True,
-        n_resamples=n_samples, alternative="greater",
-        batch=max(1, min(n_samples, 2_000_000 // max(1, len(s_x) + len(s_y)))),
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.pvalue), "sampled", n_partitions, n_samples
+    return sampled_p_value(s_x, s_y, n_samples=n_samples, seed=seed), "sampled", n_partitions, n_samples
 
 
 def fairness_score(es: float, e_max: float) -> float:
