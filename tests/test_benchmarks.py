@@ -161,7 +161,7 @@ def test_bf16_encoders_autocast_every_pass_into_their_own_store_and_restore_both
 
     monkeypatch.setenv("BIASLAB_CACHE_DIR", "fp32-store")
     seen = []
-    monkeypatch.setattr(Encoder, "_encode", lambda self, texts, show: seen.append(torch.is_autocast_enabled("cpu")))
+    monkeypatch.setattr(Encoder, "_encode", lambda self, texts, show, lengths=None: seen.append(torch.is_autocast_enabled("cpu")))
     original = Encoder._encode
     with perturbation.bf16_encoders(tmp_path):
         assert os.environ["BIASLAB_CACHE_DIR"] == str(tmp_path)

@@ -35,7 +35,7 @@ def test_each_text_is_embedded_once(minilm, tmp_path, monkeypatch):
     enc = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)
     calls = []
     real = enc._encode
-    monkeypatch.setattr(enc, "_encode", lambda texts, sp: calls.append(list(texts)) or real(texts, sp))
+    monkeypatch.setattr(enc, "_encode", lambda texts, sp, n=None: calls.append(list(texts)) or real(texts, sp, n))
     first = enc.encode(TEXTS)
     assert calls == [["The nurse was kind.", "The engineer fixed it.", "A cat sat on the mat."]]
     second = Encoder(minilm, device="cpu", batch_size=64, cache_root=tmp_path)  # a new process would see the same cache
@@ -61,7 +61,7 @@ def test_a_text_no_length_cuts_is_stored_once_for_every_length_and_a_cut_text_pe
     enc = Encoder(model, device="cpu", batch_size=64, cache_root=tmp_path)
     calls = []
     real = enc._encode
-    monkeypatch.setattr(enc, "_encode", lambda t, sp: calls.append(list(t)) or real(t, sp))
+    monkeypatch.setattr(enc, "_encode", lambda t, sp, n=None: calls.append(list(t)) or real(t, sp, n))
     at_16 = enc.encode(texts)
     assert calls == [[long]]  # only the text that 16 tokens cut is encoded again
     np.testing.assert_array_equal(at_16, bare)  # a shared vector is the one this length computes

@@ -213,13 +213,21 @@ def _cut_key(text: str, length) -> bytes:
 
 def read_lengths(model, texts: Sequence[str]) -> np.ndarray:
     """How many tokens of each text ``model`` reads, counted with a limit one token above its ``max_seq_length``: a
-    count above the length means the length cuts the text (the model reads ``max_seq_length`` tokens of it)."""
+    count above the length means the length cuts the text (the model reads ``max_seq_length`` tokens of it). The
+    model's own counts where it has no length."""
+    if model.max_seq_length is None:
+        return token_lengths(model, texts)
     length = int(model.max_seq_length)
     model.max_seq_length = length + 1
     try:
         return token_lengths(model, texts)
     finally:
         model.max_seq_length = length
+
+
+def batch_lengths(model, counts: np.ndarray) -> np.ndarray:
+    """The token counts a batch plan needs (what the model reads) from :func:`read_lengths`' counts."""
+    return counts if model.max_seq_length is None else np.minimum(counts, int(model.max_seq_length))
 
 
 def cached(db: EmbeddingCache, model, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -244,15 +252,15 @@ def cached(db: EmbeddingCache, model, texts: Sequence[str]) -> tuple[dict[str, n
     return out, [t for t in texts if t not in out]
 
 
-def store(db: EmbeddingCache, model, texts: Sequence[str], vectors: np.ndarray) -> None:
-    """Keep the vectors of ``texts`` (just encoded by ``model``) under the keys :func:`cached` looks for."""
+def store(db: EmbeddingCache, model, texts: Sequence[str], vectors: np.ndarray, counts: np.ndarray) -> None:
+    """Keep the vectors of ``texts`` (just encoded by ``model``; ``counts`` from :func:`read_lengths`) under the keys
+    :func:`cached` looks for."""
     length = model.max_seq_length
     if length is None:  # no length of its own: nothing is shared across lengths
-        db.put([_cut_key(t, None) for t in texts], np.zeros(len(texts), np.int64), vectors)
-        return
-    counts = read_lengths(model, texts)
-    db.put([_text_key(t) if c <= length else _cut_key(t, length) for t, c in zip(texts, counts, strict=True)],
-               counts, vectors)
+        keys = [_cut_key(t, None) for t in texts]
+    else:
+        keys = [_text_key(t) if c <= length else _cut_key(t, length) for t, c in zip(texts, counts, strict=True)]
+    db.put(keys, counts, vectors)
 
 
 class EmbeddingCache:
@@ -321,17 +329,19 @@ class Encoder:
     def _token_lengths(self, texts: list[str], chunk: int = 4096) -> np.ndarray:
         return token_lengths(self.model, texts, chunk)
 
-    def _batches(self, texts: list[str], show_progress: bool | None, desc: str):
+    def _batches(self, texts: list[str], show_progress: bool | None, desc: str, lengths: np.ndarray | None = None):
         """(batch, filled batch) pairs: equal token counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS``
-        tokens, each filled to a row-independent product (module doc)."""
+        tokens, each filled to a row-independent product (module doc). ``lengths``: the texts' token counts when
+        the caller has them (else counted here)."""
         from .runtime import progress
 
-        plan = batch_plan(self._token_lengths(texts), self.batch_size, model_row_independent(self.model))
+        lengths = self._token_lengths(texts) if lengths is None else lengths
+        plan = batch_plan(lengths, self.batch_size, model_row_independent(self.model))
         yield from progress(plan, desc=desc, unit="batch", disable=not show_progress or len(plan) <= 1)
 
-    def _encode(self, texts: list[str], show_progress: bool | None) -> np.ndarray:
+    def _encode(self, texts: list[str], show_progress: bool | None, lengths: np.ndarray | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
-        for idx, run in self._batches(texts, show_progress, "encode"):
+        for idx, run in self._batches(texts, show_progress, "encode", lengths):
             out[idx] = self.model.encode([texts[i] for i in run], batch_size=len(run), convert_to_numpy=True,
                                          normalize_embeddings=self.normalize, show_progress_bar=False)[: len(idx)]
         return out
@@ -346,9 +356,10 @@ class Encoder:
             return np.stack([table[t] for t in texts])
         hits, missing = cached(self.cache, self.model, unique)
         record_usage(self.name, "pooled", len(texts), len(unique), len(unique) - len(missing))
-        if missing:
-            vecs = self._encode(missing, show_progress)
-            store(self.cache, self.model, missing, vecs)
+        if missing:  # tokenized once: for the store's keys and the batch plan
+            counts = read_lengths(self.model, missing)
+            vecs = self._encode(missing, show_progress, batch_lengths(self.model, counts))
+            store(self.cache, self.model, missing, vecs, counts)
             hits.update(zip(missing, vecs, strict=True))
         return np.stack([hits[t] for t in texts])
 
@@ -357,7 +368,7 @@ class Encoder:
         """Hidden states the transformer returns: the embedding layer plus one per transformer layer."""
         return int(self.model[0].auto_model.config.num_hidden_layers) + 1
 
-    def _encode_layers(self, texts: list[str]) -> np.ndarray:
+    def _encode_layers(self, texts: list[str], lengths: np.ndarray | None = None) -> np.ndarray:
         import torch
 
         first = self.model[0]
@@ -367,7 +378,7 @@ class Encoder:
         was_training = net.training
         net.eval()
         with torch.inference_mode():
-            for idx, run in self._batches(texts, False, "encode layers"):  # equal lengths: no padding (module doc)
+            for idx, run in self._batches(texts, False, "encode layers", lengths):  # equal lengths: no padding (module doc)
                 enc = tok([texts[i] for i in run], padding=True, truncation=True, max_length=self.model.max_seq_length,
                           return_tensors="pt").to(device)
                 hidden = torch.stack(net(**enc, output_hidden_states=True).hidden_states, 1)  # [b, L+1, t, d]
@@ -393,7 +404,8 @@ class Encoder:
         hits, missing = cached(self._layer_cache, self.model, unique)
         record_usage(self.name, "layers", len(texts), len(unique), len(unique) - len(missing))
         if missing:
-            vecs = self._encode_layers(missing)
-            store(self._layer_cache, self.model, missing, vecs.reshape(len(missing), -1))
+            counts = read_lengths(self.model, missing)
+            vecs = self._encode_layers(missing, batch_lengths(self.model, counts))
+            store(self._layer_cache, self.model, missing, vecs.reshape(len(missing), -1), counts)
             hits.update((t, v.reshape(-1)) for t, v in zip(missing, vecs, strict=True))
         return np.stack([hits[t].reshape(shape) for t in texts])
