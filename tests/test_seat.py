@@ -123,6 +123,7 @@ def test_exact_p_value_is_scipys(nx, ny):
         if trial % 4 == 2:
             s_x, s_y = np.full(nx, 0.1), np.full(ny, 0.1)
         assert exact_p_value(s_x, s_y) == _scipy_exact(s_x, s_y), (nx, ny, trial)
+        assert exact_p_value(s_x, s_y, chunk=97) == exact_p_value(s_x, s_y)  # chunks that do not divide C
     with pytest.raises(ValueError, match="at least two targets per set"):
         permutation_p_value(np.array([0.1]), np.array([0.2, 0.3]), **PERM)
 

@@ -5,9 +5,9 @@ that change its output (module configuration, normalisation), so a fine-tuned ch
 model's vectors, while a rerun with the same model costs nothing. The truncation length is in the key of the texts
 it cuts, not in the fingerprint (:func:`cached`): a text that the model reads whole has one vector whatever
 ``max_seq_length`` it is loaded with (the base encoder at 256 in ragfair's stages and at 128 in the bias cards share
-their BBQ and SEAT vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated before
-encoding, and misses are encoded in batches of texts with the *same* token count (:func:`length_batches`):
-no text is ever padded, and a batch whose token rows make a matrix product that this machine's BLAS computes
+their BBQ and SEAT vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are
+de-duplicated before encoding, and misses are encoded in batches of texts with the *same* token count
+(:func:`length_batches`): no text is ever padded, and a batch whose token rows make a matrix product that this machine's BLAS computes
 another way is filled with copies of its own texts (:func:`filled`), so a text's vector does not depend on which
 other texts were missing from the store when it was encoded. The BLAS picks its kernel by the number of rows, and
 where it picks another one a row's result changes in the last bits. Which row counts do so depends on the CPU: on
@@ -378,7 +378,8 @@ class Encoder:
         was_training = net.training
         net.eval()
         with torch.inference_mode():
-            for idx, run in self._batches(texts, False, "encode layers", lengths):  # equal lengths: no padding (module doc)
+            # equal lengths: no padding (module doc)
+            for idx, run in self._batches(texts, False, "encode layers", lengths):
                 enc = tok([texts[i] for i in run], padding=True, truncation=True, max_length=self.model.max_seq_length,
                           return_tensors="pt").to(device)
                 hidden = torch.stack(net(**enc, output_hidden_states=True).hidden_states, 1)  # [b, L+1, t, d]

@@ -66,33 +66,38 @@ def _statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return x.sum(axis=axis) - y.sum(axis=axis)
 
 
-def exact_p_value(s_x: np.ndarray, s_y: np.ndarray) -> float:
+def exact_p_value(s_x: np.ndarray, s_y: np.ndarray, *, chunk: int = 50_000) -> float:
     """The exact one-sided permutation p-value, as scipy's ``permutation_test`` computes it for independent
     samples with ``alternative="greater"`` and every partition enumerated: the share of the C(|X|+|Y|, |X|)
     re-partitions of X ∪ Y whose statistic Σ x − Σ y is at least the observed one, less scipy's tolerance for
     numerically distinct but theoretically equal values (100 ε |observed|).
 
-    Why not scipy itself: it builds each partition in Python from sets (4.9 of a bias card's 15.9 s with warm
-    embeddings went there). Here the partitions come from ``itertools.combinations`` (X's indices ascending, Y's the
-    ascending rest) and every statistic is one array operation, each partition's elements summed in the layout
-    scipy sums them in (one row of the concatenated sample, X's part then Y's). A partition's sum can differ from
-    scipy's in the last bit only if scipy lists its elements in another order, and no count moves unless a null
-    value lies within a few units in the last place of the tolerance's edge; ``tests/test_seat.py`` checks the
-    p-values against scipy's on random, tied and real-size sets."""
-    from itertools import chain, combinations
+    Why not scipy itself: it builds each partition in Python from sets, the largest part of a bias card's work
+    between its forward passes. Here the partitions come from ``itertools.combinations``, ``chunk`` at a time (X's
+    indices ascending, Y's the ascending rest), and every chunk's statistics are one array operation, each
+    partition's elements summed in the layout scipy sums them in (one row of the concatenated sample, X's part then
+    Y's): about 20 times faster for C(16, 8) partitions. A partition's sum can differ from scipy's in the last bit
+    only if scipy lists its elements in another order, and no count moves unless a null value lies within a few
+    units in the last place of the tolerance's edge; ``tests/test_seat.py`` checks the p-values against scipy's on
+    random, tied and real-size sets."""
+    from itertools import chain, combinations, islice
 
     s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
     nx, n = len(s_x), len(s_x) + len(s_y)
-    c = comb(n, nx)
-    x_idx = np.fromiter(chain.from_iterable(combinations(range(n), nx)), dtype=np.intp, count=c * nx).reshape(c, nx)
-    rest = np.ones((c, n), dtype=bool)
-    rest[np.arange(c)[:, None], x_idx] = False
-    y_idx = np.nonzero(rest)[1].reshape(c, n - nx)
-    data = np.concatenate([s_x, s_y])[np.concatenate([x_idx, y_idx], axis=1)]
-    null = _statistic(data[:, :nx], data[:, nx:])
+    z = np.concatenate([s_x, s_y])
     observed = _statistic(s_x, s_y)
-    gamma = abs(np.finfo(float).eps * 100 * observed)
-    return float(np.count_nonzero(null >= observed - gamma) / c)
+    threshold = observed - abs(np.finfo(float).eps * 100 * observed)
+    partitions = combinations(range(n), nx)
+    count = 0
+    while True:
+        x_idx = np.fromiter(chain.from_iterable(islice(partitions, chunk)), dtype=np.intp).reshape(-1, nx)
+        if not len(x_idx):
+            break
+        rest = np.ones((len(x_idx), n), dtype=bool)
+        rest[np.arange(len(x_idx))[:, None], x_idx] = False
+        data = z[np.concatenate([x_idx, np.nonzero(rest)[1].reshape(len(x_idx), n - nx)], axis=1)]
+        count += int(np.count_nonzero(_statistic(data[:, :nx], data[:, nx:]) >= threshold))
+    return float(count / comb(n, nx))
 
 
 def sampled_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int, seed: int,
@@ -102,7 +107,8 @@ def sampled_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int, seed: i
     (b + 1) / (n + 1), b the random re-partitions whose statistic is at least the observed one less scipy's tolerance.
     scipy draws one ``rng.permutation`` per resample in a Python loop; ``Generator.permuted`` along the rows of a
     ``chunk``-row matrix draws the same permutations from the same stream in one call, and each statistic is summed
-    in scipy's layout — the same p-value (``tests/test_seat.py``), about ten times faster."""
+    in scipy's layout — the same p-value (``tests/test_seat.py``), about four times faster (100,000 partitions of
+    25 + 25 targets)."""
     s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
     nx, n = len(s_x), len(s_x) + len(s_y)
     z = np.concatenate([s_x, s_y])

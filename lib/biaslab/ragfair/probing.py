@@ -60,8 +60,8 @@ def ridge_probe(X: np.ndarray, y: np.ndarray, *, folds: int, alphas: Sequence[fl
     the mean over folds), with three things done once instead of per call: the folds, each fold's scaling (the same
     for the real and the shuffled targets) and sklearn's input validation (``assume_finite``,
     ``skip_parameter_validation``; the rows are the encoder's finite states). The same numbers, bit for bit
-    (``tests/test_ragfair_lib.py`` checks against ``cross_val_score``), 2.5 times faster: this was a tenth of a
-    bias card."""
+    (``tests/test_ragfair_lib.py`` checks against ``cross_val_score``), 2.5 times faster on a category's 80 rows of
+    384-dimensional states."""
     import sklearn
     from sklearn.linear_model import RidgeCV
     from sklearn.metrics import r2_score
