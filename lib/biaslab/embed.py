@@ -8,8 +8,8 @@ it cuts, not in the fingerprint (:func:`cached`): a text that the model reads wh
 their BBQ and SEAT vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are
 de-duplicated before encoding, and misses are encoded in batches of texts with the *same* token count
 (:func:`length_batches`): no text is ever padded, and a batch whose token rows make a matrix product that this
-machine's BLAS computes another way is filled with copies of its own texts (:func:`filled`), so a text's vector does not depend on which
-other texts were missing from the store when it was encoded. The BLAS picks its kernel by the number of rows, and
+machine's BLAS computes another way is filled with copies of its own texts (:func:`filled`), so a text's vector
+does not depend on which other texts were missing from the store when it was encoded. The BLAS picks its kernel by the number of rows, and
 where it picks another one a row's result changes in the last bits. Which row counts do so depends on the CPU: on
 the first machine this ran on, products of 1–3, 5–7 and 9–11 rows (a short text encoded alone got a vector up to
 2.9e-7 away from its vector in a larger batch — ``benchmarks/bench_batching.py``, measured before the filling); on
