@@ -1,29 +1,28 @@
 """Batched sentence embedding with an on-disk cache: each text is embedded once per model.
 
-The cache key is (model fingerprint, text). The fingerprint hashes the model's weights and the settings
-that change its output (module configuration, normalisation), so a fine-tuned checkpoint never reuses its base
-model's vectors, while a rerun with the same model costs nothing. The truncation length is in the key of the texts
-it cuts, not in the fingerprint (:func:`cached`): a text that the model reads whole has one vector whatever
-``max_seq_length`` it is loaded with (the base encoder at 256 in ragfair's stages and at 128 in the bias cards share
-their BBQ and SEAT vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are
-de-duplicated before encoding, and misses are encoded in batches of texts with the *same* token count
-(:func:`length_batches`): no text is ever padded, and a batch whose token rows make a matrix product that this
-machine's BLAS computes another way is filled with copies of its own texts (:func:`filled`), so a text's vector
-does not depend on which other texts were missing from the store when it was encoded. The BLAS picks its kernel by the number of rows, and
-where it picks another one a row's result changes in the last bits. Which row counts do so depends on the CPU: on
-the first machine this ran on, products of 1–3, 5–7 and 9–11 rows (a short text encoded alone got a vector up to
-2.9e-7 away from its vector in a larger batch — ``benchmarks/bench_batching.py``, measured before the filling); on
-an AVX-512 machine, MiniLM's feed-forward output product (1,536 → 384) at 1–15 and 57–192 rows, a 768-wide
-encoder's (3,072 → 768) at 1–384. So it is measured on the machine, once, for the model's layer shapes
-(:func:`row_independent`), and a batch is filled to the fewest row-independent rows: on the AVX-512 machine the same
-bits as a fixed 256 rows, with fewer extra rows (2,000 sentences +2 % vs +4 %, 172 questions +16 % vs +79 %). (Padding
-changes the floating-point summation order too: a padded text's vector differed from its unpadded one by up to
-1.1e-7, measured, and the store keeps the first vector it gets — so stages used to write other bytes on a cold store
-than on a warm one.) Equal-length batches are also faster than sorted padded ones (1,268 GenderBias-QA passages:
-21.0 s vs 22.2 s; measured), and a batch holds at most ``MAX_BATCH_TOKENS`` tokens (long texts: 32 a batch, a few per
-cent faster than 64 here, the same bytes). The fingerprint includes the batching scheme (``ENCODING``), so vectors
-stored under an earlier one (padded; unfilled, before 2026-11-26; filled to a fixed row count, session 26) are not
-reused.
+The cache key is (model fingerprint, text). The fingerprint hashes the model's weights and the settings that change
+its output (module configuration, normalisation), so a fine-tuned checkpoint never reuses its base model's vectors,
+while a rerun with the same model costs nothing. The truncation length is in the key of the texts it cuts, not in
+the fingerprint (:func:`cached`): a text that the model reads whole has one vector whatever ``max_seq_length`` it is
+loaded with (the base encoder at 256 in ragfair's stages and at 128 in the bias cards share their BBQ and SEAT
+vectors). Vectors live in one SQLite file per fingerprint under ``<cache>/embeddings/``. Texts are de-duplicated
+before encoding, and misses are encoded in batches of texts with the *same* token count (:func:`length_batches`): no
+text is ever padded, and a batch whose token rows make a matrix product that this machine's BLAS computes another
+way is filled with copies of its own texts (:func:`filled`), so a text's vector does not depend on which other texts
+were missing from the store when it was encoded. The BLAS picks its kernel by the number of rows, and where it picks
+another one a row's result changes in the last bits. Which row counts do so depends on the CPU: on the first machine
+this ran on, products of 1–3, 5–7 and 9–11 rows (a short text encoded alone got a vector up to 2.9e-7 away from its
+vector in a larger batch — ``benchmarks/bench_batching.py``, measured before the filling); on an AVX-512 machine,
+MiniLM's feed-forward output product (1,536 → 384) at 1–15 and 57–192 rows, a 768-wide encoder's (3,072 → 768) at
+1–384. So it is measured on the machine, once, for the model's layer shapes (:func:`row_independent`), and a batch
+is filled to the fewest row-independent rows: on the AVX-512 machine the same bits as a fixed 256 rows, with fewer
+extra rows (2,000 sentences +2 % vs +4 %, 172 questions +16 % vs +79 %). (Padding changes the floating-point
+summation order too: a padded text's vector differed from its unpadded one by up to 1.1e-7, measured, and the store
+keeps the first vector it gets — so stages used to write other bytes on a cold store than on a warm one.)
+Equal-length batches are also faster than sorted padded ones (1,268 GenderBias-QA passages: 21.0 s vs 22.2 s;
+measured), and a batch holds at most ``MAX_BATCH_TOKENS`` tokens (long texts: 32 a batch, a few per cent faster than
+64 here, the same bytes). The fingerprint includes the batching scheme (``ENCODING``), so vectors stored under an
+earlier one (padded; unfilled, before 2026-11-26; filled to a fixed row count, session 26) are not reused.
 
 With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
 one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
