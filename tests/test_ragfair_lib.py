@@ -512,8 +512,9 @@ def test_a_lora_run_merges_changed_weights_into_a_plain_checkpoint(tmp_path):
 
 def test_the_bootstrap_measures_all_resamples_at_once_as_parity_metrics_measures_each():
     # ragfair.findings' summary of SPD / EOD / Acc@1 over a [rounds, n] matrix of within-category resamples gives,
-    # per row, the mean over categories of extrinsic.parity_metrics on that row's rows — bit for bit, including a
-    # category where one role never occurs (undefined gaps) — and refuses resamples that cross categories
+    # per row, the mean over categories of SPD / EOD computed row set by row set from the rates' definitions — bit
+    # for bit, including a category where one role never occurs (undefined gaps) — and refuses resamples that cross
+    # categories
     from biaslab import stats
     from biaslab.ragfair import findings
 
@@ -524,17 +525,29 @@ def test_the_bootstrap_measures_all_resamples_at_once_as_parity_metrics_measures
     gold, pred, hit = rng.choice(roles[:2], n), rng.choice(roles, n, p=[0.45, 0.45, 0.1]), rng.random(n) < 0.3
     gold[cats == "d"] = roles[0]
     resamples = stats.resample_indices(n, 200, 1, cats)
+
+    def one_table(g, p):  # eqs. 5-6 on one table, with NumPy means of boolean masks
+        r = {}
+        for role in roles[:2]:
+            y, y_hat = g == role, p == role
+            r[role] = (y_hat.mean(), y_hat[y].mean() if y.any() else np.nan, y_hat[~y].mean() if (~y).any() else np.nan)
+        (sel_s, tpr_s, fpr_s), (sel_n, tpr_n, fpr_n) = r[roles[0]], r[roles[1]]
+        parts = [abs(a - b) for a, b in ((tpr_s, tpr_n), (fpr_s, fpr_n)) if not (np.isnan(a) or np.isnan(b))]
+        return {"spd": float(abs(sel_s - sel_n)), "eod": float(np.mean(parts)) if parts else float("nan")}
+
     for m in ("spd", "eod", "acc_at_1"):
         def by_hand(ix, m=m):
             vals = []
             for c in "abcd":
                 sel = ix[cats[ix] == c]
-                vals.append(100.0 * float(hit[sel].mean()) if m == "acc_at_1"
-                            else extrinsic.parity_metrics(gold[sel], pred[sel])[m])
+                vals.append(100.0 * float(hit[sel].mean()) if m == "acc_at_1" else one_table(gold[sel], pred[sel])[m])
             return float(np.nanmean(vals))
 
         fn = findings._measure((cats, gold, pred, hit), m)
         np.testing.assert_array_equal(fn(resamples), [by_hand(ix) for ix in resamples])
         assert fn(np.arange(n)) == by_hand(np.arange(n))
+        if m != "acc_at_1":  # and the one-table function the other stages call gives the same bits
+            np.testing.assert_array_equal([extrinsic.parity_metrics(gold[ix], pred[ix])[m] for ix in resamples[:20]],
+                                          [one_table(gold[ix], pred[ix])[m] for ix in resamples[:20]])
     with pytest.raises(ValueError, match="within categories"):
         fn(np.zeros(n, dtype=int))

@@ -237,17 +237,19 @@ def cached(db: EmbeddingCache, model, texts: Sequence[str]) -> tuple[dict[str, n
     encoder at 256 in ragfair's stages and at 128 in the bias cards) share it — while a text that a length cuts is
     stored under its hash with that length. Only the misses are tokenized (:func:`store`)."""
     length = model.max_seq_length
-    found = db.get([_text_key(t) for t in texts])
+    whole = [_text_key(t) for t in texts]  # each key hashed once: this runs on every encode call
+    found = db.get(whole)
     out, rest = {}, []
-    for t in texts:
-        hit = found.get(_text_key(t))
+    for t, k in zip(texts, whole, strict=True):
+        hit = found.get(k)
         if hit is not None and length is not None and hit[0] <= length:
             out[t] = hit[1]
         else:
             rest.append(t)
     if rest:
-        found = db.get([_cut_key(t, length) for t in rest])
-        out.update((t, found[_cut_key(t, length)][1]) for t in rest if _cut_key(t, length) in found)
+        cut = [_cut_key(t, length) for t in rest]
+        found = db.get(cut)
+        out.update((t, found[k][1]) for t, k in zip(rest, cut, strict=True) if k in found)
     return out, [t for t in texts if t not in out]
 
 

@@ -24,8 +24,9 @@
   makes (on a one-word stand-in), so the random stream stays in step, but no word is written. The first
   ``visible_words`` words of every view — all the encoder sees — are then those of the full computation (tested),
   as long as every place's candidate pool is non-empty, which holds when fewer than ``top_k`` − 1 words are kept
-  (checked; otherwise every place is predicted). Only the unseen tail of a view's text differs. On cscl's GenderBias-QA passages the sensitivity stage's results came out
-  byte-identical, the stage 223 s instead of 285 s (README, cscl).
+  (checked; otherwise every place is predicted). Only the unseen tail of a view's text differs. On cscl's
+  GenderBias-QA passages the sensitivity stage's results came out byte-identical, the stage 223 s instead of 285 s
+  (README, cscl).
 
 Back-translation (wmt19-en-de and back) has no offline substitute here: no translation model ships in a package,
 and the registry's only generator (SmolLM2-135M) is poor at faithful rewriting — a paraphrase from it would change

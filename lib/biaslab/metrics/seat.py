@@ -66,6 +66,20 @@ def _statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return x.sum(axis=axis) - y.sum(axis=axis)
 
 
+def _count_at_least(s_x: np.ndarray, s_y: np.ndarray, orders) -> int:
+    """How many re-partitions have a statistic at least the observed one, less scipy's tolerance for numerically
+    distinct but theoretically equal values (100 ε |observed|). ``orders``: ``[rows, n]`` index matrices into the
+    concatenated sample, X's part first — each row summed in the layout scipy's ``permutation_test`` sums it in."""
+    z, nx = np.concatenate([s_x, s_y]), len(s_x)
+    observed = _statistic(s_x, s_y)
+    threshold = observed - abs(np.finfo(float).eps * 100 * observed)
+    count = 0
+    for order in orders:
+        data = z[order]
+        count += int(np.count_nonzero(_statistic(data[:, :nx], data[:, nx:]) >= threshold))
+    return count
+
+
 def exact_p_value(s_x: np.ndarray, s_y: np.ndarray, *, chunk: int = 50_000) -> float:
     """The exact one-sided permutation p-value, as scipy's ``permutation_test`` computes it for independent
     samples with ``alternative="greater"`` and every partition enumerated: the share of the C(|X|+|Y|, |X|)
@@ -84,20 +98,15 @@ def exact_p_value(s_x: np.ndarray, s_y: np.ndarray, *, chunk: int = 50_000) -> f
 
     s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
     nx, n = len(s_x), len(s_x) + len(s_y)
-    z = np.concatenate([s_x, s_y])
-    observed = _statistic(s_x, s_y)
-    threshold = observed - abs(np.finfo(float).eps * 100 * observed)
     partitions = combinations(range(n), nx)
-    count = 0
-    while True:
-        x_idx = np.fromiter(chain.from_iterable(islice(partitions, chunk)), dtype=np.intp).reshape(-1, nx)
-        if not len(x_idx):
-            break
-        rest = np.ones((len(x_idx), n), dtype=bool)
-        rest[np.arange(len(x_idx))[:, None], x_idx] = False
-        data = z[np.concatenate([x_idx, np.nonzero(rest)[1].reshape(len(x_idx), n - nx)], axis=1)]
-        count += int(np.count_nonzero(_statistic(data[:, :nx], data[:, nx:]) >= threshold))
-    return float(count / comb(n, nx))
+
+    def orders():  # each partition's X indices, then the rest
+        while len(x_idx := np.fromiter(chain.from_iterable(islice(partitions, chunk)), dtype=np.intp).reshape(-1, nx)):
+            rest = np.ones((len(x_idx), n), dtype=bool)
+            rest[np.arange(len(x_idx))[:, None], x_idx] = False
+            yield np.concatenate([x_idx, np.nonzero(rest)[1].reshape(len(x_idx), n - nx)], axis=1)
+
+    return float(_count_at_least(s_x, s_y, orders()) / comb(n, nx))
 
 
 def sampled_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int, seed: int,
@@ -110,17 +119,11 @@ def sampled_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int, seed: i
     in scipy's layout — the same p-value (``tests/test_seat.py``), about four times faster (100,000 partitions of
     25 + 25 targets)."""
     s_x, s_y = np.asarray(s_x, float), np.asarray(s_y, float)
-    nx, n = len(s_x), len(s_x) + len(s_y)
-    z = np.concatenate([s_x, s_y])
-    observed = _statistic(s_x, s_y)
-    threshold = observed - abs(np.finfo(float).eps * 100 * observed)
+    n = len(s_x) + len(s_y)
     rng = np.random.default_rng(seed)
-    count = 0
-    for start in range(0, n_samples, chunk):
-        rows = min(chunk, n_samples - start)
-        data = z[rng.permuted(np.tile(np.arange(n), (rows, 1)), axis=-1)]
-        count += int(np.count_nonzero(_statistic(data[:, :nx], data[:, nx:]) >= threshold))
-    return float(min(1.0, (count + 1) / (n_samples + 1)))
+    orders = (rng.permuted(np.tile(np.arange(n), (min(chunk, n_samples - start), 1)), axis=-1)
+              for start in range(0, n_samples, chunk))  # drawn lazily, in order: the stream scipy draws
+    return float(min(1.0, (_count_at_least(s_x, s_y, orders) + 1) / (n_samples + 1)))
 
 
 def permutation_p_value(s_x: np.ndarray, s_y: np.ndarray, *, n_samples: int,

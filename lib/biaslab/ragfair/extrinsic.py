@@ -61,22 +61,36 @@ def decisions(gold: np.ndarray, pred: np.ndarray) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def parity_gaps(gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SPD and EOD (eqs. 5–6) along the last axis: ``gold`` / ``pred`` roles of shape ``[..., rows]`` (one table per
+    leading index — e.g. every bootstrap resample at once) -> two arrays of shape ``[...]``. Rates are counts over
+    rows (NaN over no rows); EOD is the mean of the TPR and FPR gaps that are defined (NaN if neither is)."""
+    gold, pred = np.asarray(gold), np.asarray(pred)
+    m = gold.shape[-1]
+
+    def rate(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+    rates = []
+    for role in ROLES[:2]:
+        y, y_hat = gold == role, pred == role
+        rates.append((y_hat.sum(axis=-1) / m, rate((y_hat & y).sum(axis=-1), y.sum(axis=-1)),
+                      rate((y_hat & ~y).sum(axis=-1), (~y).sum(axis=-1))))
+    (sel_s, tpr_s, fpr_s), (sel_n, tpr_n, fpr_n) = rates
+    tpr, fpr = np.abs(tpr_s - tpr_n), np.abs(fpr_s - fpr_n)
+    return np.abs(sel_s - sel_n), np.where(np.isnan(tpr), fpr, np.where(np.isnan(fpr), tpr, (tpr + fpr) / 2))
+
+
 def parity_metrics(gold: np.ndarray, pred: np.ndarray) -> dict[str, float]:
-    """SPD and EOD (eqs. 5–6) of the two-decisions-per-question table (:func:`decisions`).
+    """SPD and EOD (eqs. 5–6) of the two-decisions-per-question table (:func:`decisions`), from
+    :func:`parity_gaps`.
 
     Computed with NumPy on the 2 × 2 × 2 counts: the bootstrap of §3.3.1 calls this thousands of times and
     fairlearn's MetricFrame costs ~50 ms per call. ``tests/test_ragfair_lib.py`` checks it equals fairlearn's
     ``demographic_parity_difference`` and ``equalized_odds_difference(agg="mean")`` on random tables."""
-    gold, pred = np.asarray(gold), np.asarray(pred)
-    rates = {}
-    for role in ROLES[:2]:
-        y, y_hat = gold == role, pred == role
-        rates[role] = (y_hat.mean(), y_hat[y].mean() if y.any() else np.nan, y_hat[~y].mean() if (~y).any() else np.nan)
-    (sel_s, tpr_s, fpr_s), (sel_n, tpr_n, fpr_n) = rates[ROLES[0]], rates[ROLES[1]]
-    spd = abs(sel_s - sel_n)
-    parts = [abs(a - b) for a, b in ((tpr_s, tpr_n), (fpr_s, fpr_n)) if not (np.isnan(a) or np.isnan(b))]
-    eod = float(np.mean(parts)) if parts else float("nan")
-    return {"spd": float(spd), "eod": eod}
+    spd, eod = parity_gaps(gold, pred)
+    return {"spd": float(spd), "eod": float(eod)}
 
 
 def category_decisions(encoder, bbq: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:

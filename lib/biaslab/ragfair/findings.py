@@ -40,18 +40,13 @@ def _flat(card) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def _measure(flat, name: str):
     """The card's summary of ``name`` (mean over categories) on a resample of row indices: ``fn(ix)`` for one
-    resample ``[n]`` (a float) or for a ``[rounds, n]`` matrix of them (one value per row, in one pass — the same
-    numbers: counts of the same rows, divided as :func:`.extrinsic.parity_metrics` divides them, averaged in the
-    same order). Resamples are drawn within categories (:func:`biaslab.stats.resample_indices` with the categories
-    as strata), so the rows at a category's positions are that category's."""
+    resample ``[n]`` (a float) or for a ``[rounds, n]`` matrix of them (one value per row, in one pass:
+    :func:`.extrinsic.parity_gaps` on every row at once). Resamples are drawn within categories
+    (:func:`biaslab.stats.resample_indices` with the categories as strata), so the rows at a category's positions
+    are that category's."""
     cats, gold, pred, hit = flat
     labels = list(dict.fromkeys(cats.tolist()))
     where = [np.flatnonzero(cats == c) for c in labels]
-    s_role, n_role = extrinsic.ROLES[:2]
-
-    def rate(num: np.ndarray, den: np.ndarray) -> np.ndarray:  # a mean of booleans; NaN over no rows
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
     def fn(ix: np.ndarray):
         ix = np.asarray(ix)
@@ -61,22 +56,10 @@ def _measure(flat, name: str):
         vals = np.empty((len(rows), len(labels)))
         for j, pos in enumerate(where):
             sel = rows[:, pos]
-            m = sel.shape[1]
             if name == "acc_at_1":
-                vals[:, j] = 100.0 * (hit[sel].sum(axis=1) / m)
-                continue
-            g, p = gold[sel], pred[sel]
-            out = {}
-            for role in (s_role, n_role):
-                y, y_hat = g == role, p == role
-                out[role] = (y_hat.sum(axis=1) / m, rate((y_hat & y).sum(axis=1), y.sum(axis=1)),
-                             rate((y_hat & ~y).sum(axis=1), (~y).sum(axis=1)))
-            (sel_s, tpr_s, fpr_s), (sel_n, tpr_n, fpr_n) = out[s_role], out[n_role]
-            if name == "spd":
-                vals[:, j] = np.abs(sel_s - sel_n)
-                continue
-            tpr, fpr = np.abs(tpr_s - tpr_n), np.abs(fpr_s - fpr_n)  # EOD: the mean of the defined gaps
-            vals[:, j] = np.where(np.isnan(tpr), fpr, np.where(np.isnan(fpr), tpr, (tpr + fpr) / 2))
+                vals[:, j] = 100.0 * (hit[sel].sum(axis=1) / sel.shape[1])
+            else:
+                vals[:, j] = extrinsic.parity_gaps(gold[sel], pred[sel])[0 if name == "spd" else 1]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no defined category: NaN
             res = np.nanmean(vals, axis=1)
