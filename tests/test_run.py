@@ -129,6 +129,18 @@ def test_strip_run_metadata_scrubs_machine_paths(tmp_path):
     assert nb.cells[0].outputs[1]["data"]["text/plain"] == "PosixPath('<repo>/reports/a.png')"
 
 
+def test_scrub_paths_names_the_library_of_another_checkout_as_the_repositorys(tmp_path):
+    other = tmp_path / "elsewhere" / "lib"
+    repo = tmp_path / "repo"
+    text = f"{other}/biaslab/cscl/train.py:372: UserWarning\n{repo}/lib/biaslab/x.py:1: Warning\n"
+    expected = "<repo>/lib/biaslab/cscl/train.py:372: UserWarning\n<repo>/lib/biaslab/x.py:1: Warning\n"
+    assert run.scrub_paths(text, repo, library=other) == expected
+    # the repository's own lib/: only the repository's path is replaced, as before
+    assert run.scrub_paths(text, repo, library=repo / "lib") == (
+        f"{other}/biaslab/cscl/train.py:372: UserWarning\n<repo>/lib/biaslab/x.py:1: Warning\n")
+    assert run.scrub_paths(f"{other}/y.py", repo, library=tmp_path / "src") == f"{other}/y.py"  # not a lib/ folder
+
+
 def test_timings_are_logged_outside_the_outputs_and_tabulated(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# title"),

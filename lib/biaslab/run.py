@@ -81,9 +81,17 @@ def ensure_kernel() -> Path:
     return root
 
 
-def scrub_paths(text: str, root: Path) -> str:
-    """Machine-specific absolute paths in outputs (warnings, tracebacks) become relative placeholders."""
-    for prefix, label in ((str(Path(sys.prefix)), "<env>"), (str(root), "<repo>"), (str(Path.home()), "~")):
+def scrub_paths(text: str, root: Path, library: Path | None = None) -> str:
+    """Machine-specific absolute paths in outputs (warnings, tracebacks) become relative placeholders. The folder
+    the ``biaslab`` package was imported from (``library``, by default this module's ``lib/``) reads as
+    ``<repo>/lib`` wherever it lies — an editable install of another checkout names its own path in a warning, and
+    the executed notebook would otherwise carry that machine path (for the repository's own ``lib/`` nothing
+    changes)."""
+    library = Path(__file__).parents[1] if library is None else library
+    pairs = [(str(Path(sys.prefix)), "<env>"), (str(root), "<repo>"), (str(Path.home()), "~")]
+    if library.name == "lib" and library != root / "lib" and not library.is_relative_to(sys.prefix):
+        pairs.insert(0, (f"{library}{os.sep}", f"<repo>/lib{os.sep}"))
+    for prefix, label in pairs:
         text = text.replace(prefix, label)
     return text
 
