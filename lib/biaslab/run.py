@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import shutil
@@ -87,13 +88,21 @@ def scrub_paths(text: str, root: Path, library: Path | None = None) -> str:
     ``<repo>/lib`` wherever it lies — an editable install of another checkout names its own path in a warning, and
     the executed notebook would otherwise carry that machine path (for the repository's own ``lib/`` nothing
     changes)."""
-    library = Path(__file__).parents[1] if library is None else library
-    pairs = [(str(Path(sys.prefix)), "<env>"), (str(root), "<repo>"), (str(Path.home()), "~")]
-    if library.name == "lib" and library != root / "lib" and not library.is_relative_to(sys.prefix):
-        pairs.insert(0, (f"{library}{os.sep}", f"<repo>/lib{os.sep}"))
-    for prefix, label in pairs:
+    for prefix, label in _path_labels(Path(root), Path(__file__).parents[1] if library is None else library):
         text = text.replace(prefix, label)
     return text
+
+
+@functools.cache
+def _path_labels(root: Path, library: Path) -> tuple[tuple[str, str], ...]:
+    """(prefix, placeholder) pairs in the order :func:`scrub_paths` applies them, worked out once per notebook
+    root rather than for every output. The library's pair comes first and only for a ``lib/`` folder outside the
+    environment (a non-editable install is already ``<env>``); for the repository's own ``lib/`` it is the
+    identity."""
+    pairs = ((str(Path(sys.prefix)), "<env>"), (str(root), "<repo>"), (str(Path.home()), "~"))
+    if library.name == "lib" and not library.is_relative_to(sys.prefix):
+        return ((f"{library}{os.sep}", f"<repo>/lib{os.sep}"), *pairs)
+    return pairs
 
 
 def strip_run_metadata(nb, root: Path | None = None) -> None:
