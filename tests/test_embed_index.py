@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -188,6 +190,51 @@ def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):
     assert len(set(whole.tolist())) == 4
     np.testing.assert_array_equal(enc._token_lengths(texts, chunk=3), whole)
     assert enc._token_lengths([]).shape == (0,)
+
+
+def test_one_tokenization_gives_the_counts_and_the_ids_the_models_own_preprocessing_gives(minilm):
+    import copy
+
+    model = copy.deepcopy(minilm)
+    model.max_seq_length = 16
+    long = "The engineer who fixed the old bridge over the river last winter " * 3
+    texts = ["A cat.", long, "", "Ünïcode café — naïve résumé.", "The nurse was kind to everyone."]
+    read = embed.read_tokens(model, texts)
+    np.testing.assert_array_equal(read.counts, embed.read_lengths(model, texts))  # 17 for the cut text
+    np.testing.assert_array_equal(read.lengths, np.minimum(read.counts, 16))
+    ref = model.preprocess(texts)
+    for i, n in enumerate(read.lengths):
+        np.testing.assert_array_equal(read.ids[i], ref["input_ids"][i, :n].numpy())
+        np.testing.assert_array_equal(read.types[i], ref["token_type_ids"][i, :n].numpy())
+    assert embed.read_tokens(model, []).ids is None
+
+
+def test_vectors_from_the_ids_are_the_bits_the_encode_path_gives_and_a_mismatch_falls_back(minilm, monkeypatch):
+    texts = ["A cat.", "The nurse was kind to everyone.", "Hi", "The engineer fixed it " * 80, "The nurse was kind."]  # 401 tokens: cut
+    enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
+    direct = enc.encode(texts)
+    layers = enc.encode_layers(texts)
+    real = embed.read_tokens
+    monkeypatch.setattr(embed, "read_tokens", lambda m, t: embed.Read(*dataclasses.astuple(real(m, t))[:2]))
+    assert embed.read_tokens(minilm, texts).ids is None
+    np.testing.assert_array_equal(enc.encode(texts), direct)  # through SentenceTransformer.encode
+    np.testing.assert_array_equal(enc.encode_layers(texts), layers)  # through the tokenizer's own call
+    monkeypatch.undo()
+    # a backend that reads other ids than the model's preprocessing (here: one token fewer) is not used
+    wrong = embed.direct_tokenizer(minilm, minilm.max_seq_length - 1)
+    monkeypatch.setattr(embed, "direct_tokenizer", lambda m, n: wrong)
+    assert embed.read_tokens(minilm, texts).ids is None
+    np.testing.assert_array_equal(enc.encode(texts), direct)
+
+
+def test_the_direct_path_leaves_out_a_model_with_a_prompt(minilm):
+    import copy
+
+    model = copy.deepcopy(minilm)
+    model.prompts = {"query": "query: "}
+    model.default_prompt_name = "query"
+    assert embed.direct_tokenizer(model, 128) is None and embed.read_tokens(model, ["A cat."]).ids is None
+    assert embed.direct_tokenizer(minilm, 128) is embed.direct_tokenizer(minilm, 128)  # one copy per length
 
 
 def test_fingerprint_changes_with_the_weights(minilm):

@@ -24,6 +24,13 @@ measured), and a batch holds at most ``MAX_BATCH_TOKENS`` tokens (long texts: 32
 64 here, the same bytes). The fingerprint includes the batching scheme (``ENCODING``), so vectors stored under an
 earlier one (padded; unfilled, before 2026-11-26; filled to a fixed row count, session 26) are not reused.
 
+Each missing text is tokenized once (:func:`read_tokens`): the counts that key the store and plan the batches and
+the ids the model reads come from one call of the tokenizer's own fast backend, and a batch goes to the model as
+those ids — not through ``SentenceTransformer.encode``, which tokenizes every batch again through the transformers
+wrapper and resets the module tree's mode per call: 5 % of a bias card's time, measured, for the same bits (the ids
+are checked against the model's own preprocessing on every call, and a model this path does not cover — another
+tokenizer, a prompt, another modality — takes the ``encode`` path).
+
 With ``BIASLAB_EMBED_STATS=FILE`` set (the runner sets it when timings are logged), every ``encode`` call appends
 one JSON line — model, texts asked for, distinct texts, cache hits — so a stage's cache hit rate can be reported
 (``biaslab timings``; :mod:`biaslab.usage`). Nothing is written otherwise.
@@ -38,6 +45,7 @@ import platform
 import re
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -224,6 +232,83 @@ def read_lengths(model, texts: Sequence[str]) -> np.ndarray:
         model.max_seq_length = length
 
 
+@dataclass(frozen=True)
+class Read:
+    """What a model reads of each text (:func:`read_tokens`): ``counts``, :func:`read_lengths`' counts (one above
+    the model's length = cut; they key the store), ``lengths``, the tokens it reads (the batch plan), and where the
+    direct path applies (:func:`direct_tokenizer`) ``ids`` and ``types``, each text's token and token-type ids as
+    the model's own preprocessing gives them (None otherwise)."""
+
+    counts: np.ndarray
+    lengths: np.ndarray
+    ids: list[np.ndarray] | None = None
+    types: list[np.ndarray] | None = None
+
+
+# (id of a tokenizer, length) -> (that tokenizer, kept so its id is not reused; its fast backend truncating at the
+# length, unpadded — or None where the direct path does not apply)
+_DIRECT: dict[tuple[int, int], tuple[object, object]] = {}
+DIRECT_INPUTS = frozenset({"input_ids", "token_type_ids", "attention_mask"})
+
+
+def direct_tokenizer(model, length: int):
+    """A copy of ``model``'s fast tokenizer backend (the Rust ``tokenizers.Tokenizer`` its transformers tokenizer
+    calls) truncating at ``length`` tokens as sentence-transformers' preprocessing does (longest first, the
+    tokenizer's side, no stride) and padding nothing, or None where the direct path does not apply: not a
+    text-only sentence-transformers model with a transformer first, a prompt it would prepend, no fast backend, or
+    inputs other than ids, token types and the attention mask. One copy per tokenizer and length."""
+    tok = getattr(model, "tokenizer", None)
+    key = (id(tok), int(length))
+    if key not in _DIRECT:
+        backend = None
+        first = next(iter(model), None) if hasattr(model, "__iter__") else None
+        if (getattr(model, "default_prompt_name", None) is None and hasattr(tok, "backend_tokenizer")
+                and set(getattr(first, "modality_config", None) or ()) == {"text"}
+                and set(getattr(tok, "model_input_names", ())) <= DIRECT_INPUTS):
+            from tokenizers import Tokenizer
+
+            backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+            backend.no_padding()
+            backend.enable_truncation(max_length=int(length), stride=0, strategy="longest_first",
+                                      direction=getattr(tok, "truncation_side", "right"))
+        _DIRECT[key] = (tok, backend)
+    return _DIRECT[key][1]
+
+
+def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:
+    """:func:`read_lengths`' counts, the lengths the model reads, and each text's ids from one tokenization (the
+    direct path: :func:`direct_tokenizer`, once at one token above the model's length for the counts, again at the
+    length for the texts it cuts). Every call checks the ids of its first and its ``check`` longest texts against
+    the model's own preprocessing and falls back to counts only (``ids`` None: the model tokenizes its batches
+    itself) if they differ, as it does for a model the direct path does not cover or without a length."""
+    texts = list(texts)
+    length = model.max_seq_length
+    above = direct_tokenizer(model, int(length) + 1) if length is not None else None
+    if above is None or not texts:
+        counts = read_lengths(model, texts)
+        return Read(counts, batch_lengths(model, counts))
+    encs = above.encode_batch(texts, add_special_tokens=True)
+    counts = np.fromiter((len(e.ids) for e in encs), np.int64, len(encs))
+    cut = np.flatnonzero(counts > int(length))
+    if len(cut):
+        for i, e in zip(cut, direct_tokenizer(model, int(length)).encode_batch([texts[i] for i in cut],
+                                                                                add_special_tokens=True), strict=True):
+            encs[i] = e
+    ids = [np.asarray(e.ids, np.int64) for e in encs]
+    types = [np.asarray(e.type_ids, np.int64) for e in encs]
+    read = Read(counts, batch_lengths(model, counts), ids, types)
+    sample = sorted({0, *np.argsort(-read.lengths, kind="stable")[:check].tolist()})
+    ref = model.preprocess([texts[i] for i in sample])
+    for row, i in enumerate(sample):
+        n = int(ref["attention_mask"][row].sum())
+        same = n == len(ids[i]) and np.array_equal(ref["input_ids"][row, :n].numpy(), ids[i])
+        if "token_type_ids" in ref:
+            same = same and np.array_equal(ref["token_type_ids"][row, :n].numpy(), types[i])
+        if not same:
+            return Read(counts, read.lengths)
+    return read
+
+
 def batch_lengths(model, counts: np.ndarray) -> np.ndarray:
     """The token counts a batch plan needs (what the model reads) from :func:`read_lengths`' counts."""
     return counts if model.max_seq_length is None else np.minimum(counts, int(model.max_seq_length))
@@ -330,21 +415,48 @@ class Encoder:
     def _token_lengths(self, texts: list[str], chunk: int = 4096) -> np.ndarray:
         return token_lengths(self.model, texts, chunk)
 
-    def _batches(self, texts: list[str], show_progress: bool | None, desc: str, lengths: np.ndarray | None = None):
+    def _batches(self, texts: list[str], show_progress: bool | None, desc: str, read: Read | None = None):
         """(batch, filled batch) pairs: equal token counts, at most ``batch_size`` texts and ``MAX_BATCH_TOKENS``
-        tokens, each filled to a row-independent product (module doc). ``lengths``: the texts' token counts when
-        the caller has them (else counted here)."""
+        tokens, each filled to a row-independent product (module doc). ``read``: :func:`read_tokens` of ``texts``
+        when the caller has it."""
         from .runtime import progress
 
-        lengths = self._token_lengths(texts) if lengths is None else lengths
-        plan = batch_plan(lengths, self.batch_size, model_row_independent(self.model))
+        read = read_tokens(self.model, texts) if read is None else read
+        plan = batch_plan(read.lengths, self.batch_size, model_row_independent(self.model))
         yield from progress(plan, desc=desc, unit="batch", disable=not show_progress or len(plan) <= 1)
 
-    def _encode(self, texts: list[str], show_progress: bool | None, lengths: np.ndarray | None = None) -> np.ndarray:
+    def _inputs(self, run: np.ndarray, read: Read) -> dict:
+        """The model's input tensors for the texts ``run`` (equal lengths: no padding) from their ids in ``read``,
+        on the model's device."""
+        import torch
+
+        ids = torch.from_numpy(np.stack([read.ids[i] for i in run]))
+        out = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        if "token_type_ids" in self.model.tokenizer.model_input_names:
+            out["token_type_ids"] = torch.from_numpy(np.stack([read.types[i] for i in run]))
+        return {k: v.to(self.model.device) for k, v in out.items()}
+
+    def _encode(self, texts: list[str], show_progress: bool | None, read: Read | None = None) -> np.ndarray:
+        """Vectors of ``texts`` (``read``: :func:`read_tokens` of them, when the caller has it). With ids, each
+        batch goes to the model as they are, as ``SentenceTransformer.encode`` would run it (eval mode, inference
+        mode, the same normalisation); without, through ``encode``."""
+        import torch
+
+        read = read_tokens(self.model, texts) if read is None else read
         out = np.zeros((len(texts), self.dim), np.float32)
-        for idx, run in self._batches(texts, show_progress, "encode", lengths):
-            out[idx] = self.model.encode([texts[i] for i in run], batch_size=len(run), convert_to_numpy=True,
-                                         normalize_embeddings=self.normalize, show_progress_bar=False)[: len(idx)]
+        batches = self._batches(texts, show_progress, "encode", read)
+        if read.ids is None:
+            for idx, run in batches:
+                out[idx] = self.model.encode([texts[i] for i in run], batch_size=len(run), convert_to_numpy=True,
+                                             normalize_embeddings=self.normalize, show_progress_bar=False)[: len(idx)]
+            return out
+        self.model.eval()  # as encode leaves it
+        with torch.inference_mode():
+            for idx, run in batches:
+                vec = self.model({**self._inputs(run, read), "modality": "text"})["sentence_embedding"]
+                if self.normalize:
+                    vec = torch.nn.functional.normalize(vec, p=2, dim=1)
+                out[idx] = vec[: len(idx)].float().cpu().numpy()
         return out
 
     def encode(self, texts: Sequence[str], *, show_progress: bool | None = None) -> np.ndarray:
@@ -357,10 +469,10 @@ class Encoder:
             return np.stack([table[t] for t in texts])
         hits, missing = cached(self.cache, self.model, unique)
         record_usage(self.name, "pooled", len(texts), len(unique), len(unique) - len(missing))
-        if missing:  # tokenized once: for the store's keys and the batch plan
-            counts = read_lengths(self.model, missing)
-            vecs = self._encode(missing, show_progress, batch_lengths(self.model, counts))
-            store(self.cache, self.model, missing, vecs, counts)
+        if missing:  # tokenized once: for the store's keys, the batch plan and the model's inputs
+            read = read_tokens(self.model, missing)
+            vecs = self._encode(missing, show_progress, read)
+            store(self.cache, self.model, missing, vecs, read.counts)
             hits.update(zip(missing, vecs, strict=True))
         return np.stack([hits[t] for t in texts])
 
@@ -369,9 +481,10 @@ class Encoder:
         """Hidden states the transformer returns: the embedding layer plus one per transformer layer."""
         return int(self.model[0].auto_model.config.num_hidden_layers) + 1
 
-    def _encode_layers(self, texts: list[str], lengths: np.ndarray | None = None) -> np.ndarray:
+    def _encode_layers(self, texts: list[str], read: Read | None = None) -> np.ndarray:
         import torch
 
+        read = read_tokens(self.model, texts) if read is None else read
         first = self.model[0]
         tok, net = first.tokenizer, first.auto_model
         device = next(net.parameters()).device
@@ -380,9 +493,12 @@ class Encoder:
         net.eval()
         with torch.inference_mode():
             # equal lengths: no padding (module doc)
-            for idx, run in self._batches(texts, False, "encode layers", lengths):
-                enc = tok([texts[i] for i in run], padding=True, truncation=True, max_length=self.model.max_seq_length,
-                          return_tensors="pt").to(device)
+            for idx, run in self._batches(texts, False, "encode layers", read):
+                if read.ids is None:
+                    enc = tok([texts[i] for i in run], padding=True, truncation=True,
+                              max_length=self.model.max_seq_length, return_tensors="pt").to(device)
+                else:
+                    enc = self._inputs(run, read)
                 hidden = torch.stack(net(**enc, output_hidden_states=True).hidden_states, 1)  # [b, L+1, t, d]
                 mask = enc["attention_mask"][:, None, :, None].to(hidden.dtype)
                 pooled = (hidden * mask).sum(2) / mask.sum(2).clamp(min=1.0)
@@ -406,8 +522,8 @@ class Encoder:
         hits, missing = cached(self._layer_cache, self.model, unique)
         record_usage(self.name, "layers", len(texts), len(unique), len(unique) - len(missing))
         if missing:
-            counts = read_lengths(self.model, missing)
-            vecs = self._encode_layers(missing, batch_lengths(self.model, counts))
-            store(self._layer_cache, self.model, missing, vecs.reshape(len(missing), -1), counts)
+            read = read_tokens(self.model, missing)
+            vecs = self._encode_layers(missing, read)
+            store(self._layer_cache, self.model, missing, vecs.reshape(len(missing), -1), read.counts)
             hits.update((t, v.reshape(-1)) for t, v in zip(missing, vecs, strict=True))
         return np.stack([hits[t].reshape(shape) for t in texts])
