@@ -192,7 +192,7 @@ def test_token_lengths_are_the_same_computed_a_chunk_at_a_time(minilm):
     assert enc._token_lengths([]).shape == (0,)
 
 
-def test_one_tokenization_gives_the_counts_and_the_ids_the_models_own_preprocessing_gives(minilm):
+def test_one_tokenization_gives_the_counts_and_the_ids_the_models_own_preprocessing_gives(minilm, monkeypatch):
     import copy
 
     model = copy.deepcopy(minilm)
@@ -207,6 +207,10 @@ def test_one_tokenization_gives_the_counts_and_the_ids_the_models_own_preprocess
         np.testing.assert_array_equal(read.ids[i], ref["input_ids"][i, :n].numpy())
         np.testing.assert_array_equal(read.types[i], ref["token_type_ids"][i, :n].numpy())
     assert embed.read_tokens(model, []).ids is None
+    monkeypatch.setattr(embed, "READ_CHUNK", 2)  # a few texts per tokenizer call: the same counts and ids
+    chunked = embed.read_tokens(model, texts)
+    np.testing.assert_array_equal(chunked.counts, read.counts)
+    assert all(np.array_equal(a, b) for a, b in zip(chunked.ids, read.ids, strict=True))
 
 
 def test_vectors_from_the_ids_are_the_bits_the_encode_path_gives_and_a_mismatch_falls_back(minilm, monkeypatch):

@@ -44,6 +44,7 @@ import json
 import platform
 import re
 import sqlite3
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,10 +246,11 @@ class Read:
     types: list[np.ndarray] | None = None
 
 
-# (id of a tokenizer, length) -> (that tokenizer, kept so its id is not reused; its fast backend truncating at the
-# length, unpadded — or None where the direct path does not apply)
-_DIRECT: dict[tuple[int, int], tuple[object, object]] = {}
+# tokenizer -> {length: its fast backend truncating at the length, unpadded — or None where the direct path does not
+# apply}; weakly keyed, so a checkpoint's copies go with its tokenizer
+_DIRECT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 DIRECT_INPUTS = frozenset({"input_ids", "token_type_ids", "attention_mask"})
+READ_CHUNK = 4096  # texts per tokenizer call: their encodings are dropped once their ids are kept
 
 
 def direct_tokenizer(model, length: int):
@@ -258,8 +260,11 @@ def direct_tokenizer(model, length: int):
     text-only sentence-transformers model with a transformer first, a prompt it would prepend, no fast backend, or
     inputs other than ids, token types and the attention mask. One copy per tokenizer and length."""
     tok = getattr(model, "tokenizer", None)
-    key = (id(tok), int(length))
-    if key not in _DIRECT:
+    try:
+        copies = _DIRECT.setdefault(tok, {})
+    except TypeError:  # no tokenizer, or one that cannot be weakly referenced
+        return None
+    if int(length) not in copies:
         backend = None
         first = next(iter(model), None) if hasattr(model, "__iter__") else None
         if (getattr(model, "default_prompt_name", None) is None and hasattr(tok, "backend_tokenizer")
@@ -271,8 +276,8 @@ def direct_tokenizer(model, length: int):
             backend.no_padding()
             backend.enable_truncation(max_length=int(length), stride=0, strategy="longest_first",
                                       direction=getattr(tok, "truncation_side", "right"))
-        _DIRECT[key] = (tok, backend)
-    return _DIRECT[key][1]
+        copies[int(length)] = backend
+    return copies[int(length)]
 
 
 def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:
@@ -287,15 +292,17 @@ def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:
     if above is None or not texts:
         counts = read_lengths(model, texts)
         return Read(counts, batch_lengths(model, counts))
-    encs = above.encode_batch(texts, add_special_tokens=True)
-    counts = np.fromiter((len(e.ids) for e in encs), np.int64, len(encs))
-    cut = np.flatnonzero(counts > int(length))
-    if len(cut):
-        for i, e in zip(cut, direct_tokenizer(model, int(length)).encode_batch([texts[i] for i in cut],
-                                                                                add_special_tokens=True), strict=True):
+    at = direct_tokenizer(model, int(length))
+    counts, ids, types = [], [], []
+    for s in range(0, len(texts), READ_CHUNK):  # an encoding holds tokens, offsets and masks: keep only the ids
+        encs = above.encode_batch(texts[s:s + READ_CHUNK], add_special_tokens=True)
+        counts += [len(e.ids) for e in encs]
+        cut = [i for i, e in enumerate(encs) if len(e.ids) > int(length)]
+        for i, e in zip(cut, at.encode_batch([texts[s + i] for i in cut], add_special_tokens=True), strict=True):
             encs[i] = e
-    ids = [np.asarray(e.ids, np.int64) for e in encs]
-    types = [np.asarray(e.type_ids, np.int64) for e in encs]
+        ids += [np.asarray(e.ids, np.int64) for e in encs]
+        types += [np.asarray(e.type_ids, np.int64) for e in encs]
+    counts = np.asarray(counts, np.int64)
     read = Read(counts, batch_lengths(model, counts), ids, types)
     sample = sorted({0, *np.argsort(-read.lengths, kind="stable")[:check].tolist()})
     ref = model.preprocess([texts[i] for i in sample])
