@@ -238,7 +238,7 @@ class Read:
     """What a model reads of each text (:func:`read_tokens`): ``counts``, :func:`read_lengths`' counts (one above
     the model's length = cut; they key the store), ``lengths``, the tokens it reads (the batch plan), and where the
     direct path applies (:func:`direct_tokenizer`) ``ids`` and ``types``, each text's token and token-type ids as
-    the model's own preprocessing gives them (None otherwise)."""
+    the model's own preprocessing gives them (None otherwise; ``types`` None too for a model without token types)."""
 
     counts: np.ndarray
     lengths: np.ndarray
@@ -293,6 +293,7 @@ def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:
         counts = read_lengths(model, texts)
         return Read(counts, batch_lengths(model, counts))
     at = direct_tokenizer(model, int(length))
+    typed = "token_type_ids" in model.tokenizer.model_input_names  # token types kept only for a model that reads them
     counts, ids, types = [], [], []
     for s in range(0, len(texts), READ_CHUNK):  # an encoding holds tokens, offsets and masks: keep only the ids
         encs = above.encode_batch(texts[s:s + READ_CHUNK], add_special_tokens=True)
@@ -301,15 +302,15 @@ def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:
         for i, e in zip(cut, at.encode_batch([texts[s + i] for i in cut], add_special_tokens=True), strict=True):
             encs[i] = e
         ids += [np.asarray(e.ids, np.int64) for e in encs]
-        types += [np.asarray(e.type_ids, np.int64) for e in encs]
+        types += [np.asarray(e.type_ids, np.int64) for e in encs] if typed else []
     counts = np.asarray(counts, np.int64)
-    read = Read(counts, batch_lengths(model, counts), ids, types)
+    read = Read(counts, batch_lengths(model, counts), ids, types if typed else None)
     sample = sorted({0, *np.argsort(-read.lengths, kind="stable")[:check].tolist()})
     ref = model.preprocess([texts[i] for i in sample])
     for row, i in enumerate(sample):
         n = int(ref["attention_mask"][row].sum())
         same = n == len(ids[i]) and np.array_equal(ref["input_ids"][row, :n].numpy(), ids[i])
-        if "token_type_ids" in ref:
+        if typed:
             same = same and np.array_equal(ref["token_type_ids"][row, :n].numpy(), types[i])
         if not same:
             return Read(counts, read.lengths)
@@ -439,7 +440,7 @@ class Encoder:
 
         ids = torch.from_numpy(np.stack([read.ids[i] for i in run]))
         out = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-        if "token_type_ids" in self.model.tokenizer.model_input_names:
+        if read.types is not None:
             out["token_type_ids"] = torch.from_numpy(np.stack([read.types[i] for i in run]))
         return {k: v.to(self.model.device) for k, v in out.items()}
 
