@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab import frozen
+from biaslab import embed, frozen
 from biaslab.embed import Encoder
 from biaslab.ragcontrol import finetune
 from biaslab.ragcontrol.retrieval import shared_bottom_encoder
@@ -48,6 +48,22 @@ def test_top_layers_on_shared_states_equal_the_full_forward(minilm):
     assert not np.allclose(full, Encoder(base, device="cpu", batch_size=2, cache=False).encode(TEXTS), atol=1e-3)
     assert fast.fingerprint == Encoder(tuned, device="cpu", batch_size=2, cache=False).fingerprint  # one store entry
     assert len(bottom._states) == len(set(TEXTS))  # each text's bottom computed once
+
+
+def test_the_bottom_tokenizes_each_text_once_and_its_states_equal_the_preprocessing_path(minilm, monkeypatch):
+    base = copy.deepcopy(minilm)
+    base.max_seq_length = 32
+    calls = []
+    own = base.preprocess
+    monkeypatch.setattr(base, "preprocess", lambda texts, *a, **k: calls.append(len(texts)) or own(texts, *a, **k))
+    got = frozen.FrozenBottom(base, 4, batch_size=2).states(TEXTS)
+    assert len(calls) == 1 and calls[0] <= 5  # read_tokens' check of its first and 4 longest texts, nothing else
+    monkeypatch.setattr(embed, "direct_tokenizer", lambda model, length: None)  # no direct path: preprocess per batch
+    ref = frozen.FrozenBottom(base, 4, batch_size=2).states(TEXTS)
+    assert len(calls) > 2
+    assert len(got) == len(ref) == len(TEXTS)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_a_model_with_a_different_bottom_is_refused(minilm):

@@ -317,6 +317,19 @@ def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:
     return read
 
 
+def read_inputs(read: Read, run: Sequence[int]) -> dict:
+    """A model's input tensors (CPU) for the texts ``run`` of ``read`` (:func:`read_tokens` with ids), which have
+    equal token counts (a batch of :func:`batch_plan`): their ids stacked, no padding, an all-ones attention mask,
+    and the token-type ids for a model that reads them."""
+    import torch
+
+    ids = torch.from_numpy(np.stack([read.ids[i] for i in run]))
+    out = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    if read.types is not None:
+        out["token_type_ids"] = torch.from_numpy(np.stack([read.types[i] for i in run]))
+    return out
+
+
 def batch_lengths(model, counts: np.ndarray) -> np.ndarray:
     """The token counts a batch plan needs (what the model reads) from :func:`read_lengths`' counts."""
     return counts if model.max_seq_length is None else np.minimum(counts, int(model.max_seq_length))
@@ -434,15 +447,8 @@ class Encoder:
         yield from progress(plan, desc=desc, unit="batch", disable=not show_progress or len(plan) <= 1)
 
     def _inputs(self, run: np.ndarray, read: Read) -> dict:
-        """The model's input tensors for the texts ``run`` (equal lengths: no padding) from their ids in ``read``,
-        on the model's device."""
-        import torch
-
-        ids = torch.from_numpy(np.stack([read.ids[i] for i in run]))
-        out = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-        if read.types is not None:
-            out["token_type_ids"] = torch.from_numpy(np.stack([read.types[i] for i in run]))
-        return {k: v.to(self.model.device) for k, v in out.items()}
+        """:func:`read_inputs` on the model's device."""
+        return {k: v.to(self.model.device) for k, v in read_inputs(read, run).items()}
 
     def _encode(self, texts: list[str], show_progress: bool | None, read: Read | None = None) -> np.ndarray:
         """Vectors of ``texts`` (``read``: :func:`read_tokens` of them, when the caller has it). With ids, each

@@ -132,14 +132,23 @@ class FrozenBottom:
     def states(self, texts: Sequence[str]) -> list[np.ndarray]:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
         filled to a row-independent product, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
-        the embeddings built on them are the full forward pass's, bit for bit."""
-        from .embed import batch_plan, model_row_independent, token_lengths
+        the embeddings built on them are the full forward pass's, bit for bit. The texts are tokenized once
+        (:func:`biaslab.embed.read_tokens`: the batch plan and the ids the layers read), by the base's own
+        preprocessing per batch only where that direct path does not apply."""
+        from .embed import batch_plan, model_row_independent, read_inputs, read_tokens
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._states]
         if missing:
-            batches = [run for _, run in batch_plan(token_lengths(self.base, missing), self.batch_size,
-                                                    model_row_independent(self.base))]
-            computed = bottom_states(self._hf(self.base), self.base.preprocess, missing, n_frozen=self.n_frozen,
+            read = read_tokens(self.base, missing)
+            batches = [run for _, run in batch_plan(read.lengths, self.batch_size, model_row_independent(self.base))]
+            tokenize = self.base.preprocess
+            if read.ids is not None:
+                at = {t: i for i, t in enumerate(missing)}
+
+                def tokenize(batch: list[str]) -> dict:
+                    return read_inputs(read, [at[t] for t in batch])
+
+            computed = bottom_states(self._hf(self.base), tokenize, missing, n_frozen=self.n_frozen,
                                      batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
                                      batches=batches)
             self._states.update(zip(missing, computed, strict=True))

@@ -65,7 +65,7 @@ def shared_bottom_encoder(bottom, model, *, batch_size: int, normalize: bool = T
                          "layers differ from the shared frozen bottom's; encode it in full (biaslab.embed.Encoder)")
 
     class _TopEncoder(Encoder):
-        def _encode(self, texts: list[str], show_progress: bool | None, lengths=None) -> np.ndarray:  # counts its own
+        def _encode(self, texts: list[str], show_progress: bool | None, read=None) -> np.ndarray:  # the bottom reads the base's tokens
             return bottom.encode(self.model, texts, normalize=self.normalize)
 
     return _TopEncoder(model, device=str(next(model.parameters()).device), batch_size=batch_size, normalize=normalize)
