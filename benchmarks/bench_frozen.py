@@ -48,7 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     from biaslab.embed import Encoder
     from biaslab.io import write_json
     from biaslab.ragcontrol.finetune import freeze_partial
-    from biaslab.ragcontrol.retrieval import shared_bottom_encoder
 
     texts = real_texts(args.texts)
     folder = models.preflight(["minilm"], load_params(ROOT / "params.yaml", sections=["models"]).models)["minilm"]
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     bottom_s = time.perf_counter() - t
     top_s, agree = [], []
     for m, ref in zip(tuned, full_vecs, strict=True):
-        enc = shared_bottom_encoder(bottom, m, batch_size=args.batch_size)
+        enc = frozen.shared_bottom_encoder(bottom, m, batch_size=args.batch_size)
         enc.cache = None
         t = time.perf_counter()
         vecs = enc.encode(texts)

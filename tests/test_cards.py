@@ -281,3 +281,41 @@ def test_every_encoder_is_measured_at_one_truncation_whatever_it_was_saved_with(
     text = ["the engineer explained the design to her colleagues " * 12]  # about 110 tokens
     np.testing.assert_allclose(saved.encode(text), base.encode(text), atol=1e-6)
     assert not np.allclose(base.encode(text), minilm.encode(text, normalize_embeddings=True), atol=1e-3)
+
+
+def test_a_checkpoint_that_kept_the_bases_bottom_gets_the_same_vectors_through_its_top(tmp_path, minilm,
+                                                                                      monkeypatch):
+    """After the base encoder, a checkpoint whose embeddings and first layers are the base's (as ragfair's WiSE-FT
+    and ragcontrol's last-k runs are) encodes on the base's bottom states — the same vectors as loading it in full
+    without a base; a checkpoint that changed its bottom is loaded in full."""
+    import copy
+
+    import torch
+
+    from biaslab.embed import Encoder
+    from biaslab.frozen import FrozenBottom
+
+    from conftest import PARAMS
+
+    monkeypatch.setattr(measure, "_BOTTOMS", {})
+    kept, changed = copy.deepcopy(minilm), copy.deepcopy(minilm)
+    with torch.no_grad():
+        kept[0].auto_model.encoder.layer[5].output.dense.bias += 0.05  # the top layer trained
+        changed[0].auto_model.encoder.layer[0].output.dense.bias += 0.05  # the bottom layer trained
+    kept.save(str(tmp_path / "data/models/ragfair/kept"))
+    changed.save(str(tmp_path / "data/models/ragfair/changed"))
+    args = {"device": "cpu", "batch_size": 4, "max_seq_length": 40}
+
+    def load(source):
+        return measure.load_encoder(source, tmp_path, PARAMS.models, **args)
+
+    full = load("data/models/ragfair/kept")  # no base loaded yet: in full
+    assert type(full) is Encoder
+    load("minilm")
+    fast = load("data/models/ragfair/kept")
+    assert type(fast) is not Encoder and fast.fingerprint == full.fingerprint  # one store entry
+    texts = ["the engineer explained the design to her colleagues " * 12, "A short one.", "The nurse was late."]
+    fast.cache = full.cache = None  # measure the computation, not the store
+    np.testing.assert_array_equal(fast.encode(texts), full.encode(texts))
+    assert isinstance(measure._BOTTOMS[("cpu", 4, 40)][0]._by_depth[5], FrozenBottom)
+    assert type(load("data/models/ragfair/changed")) is Encoder

@@ -11,8 +11,8 @@ import torch
 
 from biaslab import embed, frozen
 from biaslab.embed import Encoder
+from biaslab.frozen import shared_bottom_encoder
 from biaslab.ragcontrol import finetune
-from biaslab.ragcontrol.retrieval import shared_bottom_encoder
 
 from conftest import PARAMS, model_dir
 
@@ -66,6 +66,38 @@ def test_the_bottom_tokenizes_each_text_once_and_its_states_equal_the_preprocess
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_bottom_reads_the_callers_tokens_instead_of_tokenizing_again(minilm, monkeypatch):
+    base = copy.deepcopy(minilm)
+    base.max_seq_length = 32
+    tuned = _last2_model(base, seed=3)
+    unique = list(dict.fromkeys(TEXTS))
+    read = embed.read_tokens(tuned, unique)  # as Encoder.encode reads the top model's missing texts for the store
+    full = Encoder(tuned, device="cpu", batch_size=2, cache=False).encode(unique)
+    calls = []
+    own = embed.read_tokens
+    monkeypatch.setattr(embed, "read_tokens", lambda *a, **k: calls.append(1) or own(*a, **k))
+    bottom = frozen.FrozenBottom(base, 4, batch_size=2)
+    got = bottom.encode(tuned, unique, normalize=True, read=read)
+    assert not calls  # no second tokenization of the same texts
+    np.testing.assert_array_equal(got, full)
+    # a later call with some texts already seen reads only the new ones, at their places in the caller's read
+    more = ["A sentence the bottom has not seen yet.", unique[1]]
+    again = bottom.encode(tuned, more, normalize=True, read=own(tuned, more))
+    np.testing.assert_array_equal(again, Encoder(tuned, device="cpu", batch_size=2, cache=False).encode(more))
+
+
+def test_a_model_that_tokenizes_otherwise_is_refused(minilm):
+    base = copy.deepcopy(minilm)
+    bottom = frozen.FrozenBottom(base, 4, batch_size=4)
+    base.tokenizer("a call that truncates", truncation=True, max_length=3)  # per-call state is not the tokenizer
+    same = copy.deepcopy(base)
+    same.tokenizer("another call", padding="max_length", max_length=8)
+    assert bottom.shares(same)
+    other = copy.deepcopy(base)  # the same weights, one more token in the vocabulary: other ids for some texts
+    other.tokenizer.add_tokens(["zzqxword"])
+    assert not bottom.shares(other)
+
+
 def test_a_model_with_a_different_bottom_is_refused(minilm):
     base = copy.deepcopy(minilm)
     bottom = frozen.FrozenBottom(base, 4, batch_size=4)
@@ -93,3 +125,37 @@ def test_wise_ft_merges_of_a_last2_run_keep_the_base_bottom_exactly(tmp_path, mi
         assert bottom.shares(model)  # its frozen tensors kept bit for bit: it can reuse the base's states
         seen.append((m, model[0].auto_model.encoder.layer[5].output.dense.weight.detach().clone()))
     assert [m for m, _ in seen] == [0.3, 0.7] and not torch.equal(seen[0][1], seen[1][1])  # the MLPs did merge
+
+
+def test_shared_depth_counts_the_bottom_layers_a_model_kept_bit_for_bit(minilm):
+    base = copy.deepcopy(minilm)
+    assert frozen.shared_depth(base, base) == 5  # all but the last: the most a FrozenBottom holds
+    assert frozen.shared_depth(base, _last2_model(base, seed=4)) == 4  # layers 5-6's MLPs trained
+    layer1 = copy.deepcopy(base)
+    with torch.no_grad():
+        layer1[0].auto_model.encoder.layer[1].attention.self.query.bias[0] += 1e-6
+    assert frozen.shared_depth(base, layer1) == 1
+    emb = copy.deepcopy(base)
+    with torch.no_grad():
+        emb[0].auto_model.embeddings.word_embeddings.weight[5, 0] += 1e-6
+    assert frozen.shared_depth(base, emb) == 0
+    longer = copy.deepcopy(base)
+    longer.max_seq_length = base.max_seq_length + 1
+    assert frozen.shared_depth(base, longer) == 0
+
+
+def test_bottoms_give_every_model_that_kept_one_the_full_forward_vectors_from_one_bottom_pass(minilm):
+    base = copy.deepcopy(minilm)
+    base.max_seq_length = 32
+    bottoms = frozen.Bottoms(base, batch_size=2)
+    a, b = _last2_model(base, seed=5), _last2_model(base, seed=6)
+    for tuned in (a, b):
+        enc = bottoms.encoder(tuned)
+        enc.cache = None  # measure the computation, not the store
+        np.testing.assert_array_equal(enc.encode(TEXTS),
+                                      Encoder(tuned, device="cpu", batch_size=2, cache=False).encode(TEXTS))
+    assert list(bottoms._by_depth) == [4] and len(bottoms._by_depth[4]._states) == len(set(TEXTS))  # one bottom
+    other = copy.deepcopy(base)
+    with torch.no_grad():
+        other[0].auto_model.embeddings.LayerNorm.bias[0] += 1e-6
+    assert bottoms.encoder(other) is None  # nothing shared: the caller encodes it in full

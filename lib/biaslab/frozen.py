@@ -1,15 +1,18 @@
 """Frozen bottom layers, run once: the output of an encoder's first n transformer layers for a set of texts is
 computed once and every model that shares those layers runs only its own top layers on it.
 
-Three users, one mechanism (and one store, :class:`StateBank`: per text its states in float16, saved as npz):
+Four users, one mechanism (and one store, :class:`StateBank`: per text its states in float16, saved as npz):
 
 * cscl's partial fine-tuning (``cscl.train.trainable_layers``): the states of the frozen bottom are computed once
   per text and augmented view, and every training step runs only the trainable top (``biaslab.cscl.train``).
 * ragcontrol's last-k-MLP embedders (``freeze_layers: k``, the public code's partial fine-tuning): embeddings and
   the first n − k layers keep the base weights, and so do their WiSE-FT merges, so the base model's states after
-  layer n − k serve every one of them (:class:`FrozenBottom`; ``ragcontrol.retrieval.shared_bottom_encoder``). Encoding then costs
-  k / n of a full pass. Sharing is checked, not assumed: a model whose bottom differs from the base in any bit is
-  refused.
+  layer n − k serve every one of them (:class:`FrozenBottom`, :func:`shared_bottom_encoder`;
+  ``ragcontrol.retrieval.study``). Encoding then costs k / n of a full pass. Sharing is checked, not assumed: a
+  model whose bottom differs from the base in any bit, or that tokenizes otherwise, is refused.
+* the bias cards (``biaslab.cards.measure.load_encoder``): every checkpoint that kept the base encoder's bottom
+  (found by :func:`shared_depth`: ragfair's WiSE-FT runs, ragcontrol's last-k runs) encodes the cards' texts on
+  the base's states of it (:class:`Bottoms`).
 * fairrank's cross-encoder re-rankers (``fairrank.train.trainable_layers``): the bottom's states of every
   query–passage pair (training pairs and the re-ranked BM25 lists) are computed once in the data stage; every
   ranker of every seed trains and scores with its top layers only (``biaslab.fairrank.train``).
@@ -49,14 +52,15 @@ def encoder_stack(hf_model):
                          "frozen-layer caching supports those only") from None
 
 
-def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequence[str], *, n_frozen: int,
-                  batch_size: int, desc: str | None = None, lengths: Sequence[int] | None = None,
+def bottom_states(hf_model, inputs: Callable[[np.ndarray], dict], lengths: Sequence[int], *, n_frozen: int,
+                  batch_size: int, desc: str | None = None,
                   batches: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
-    """Per text, the float32 [real tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
-    ``hf_model`` (eval mode, no gradient). ``tokenize(list_of_texts)`` returns the model's input tensors (ids,
-    attention mask, token types; other entries are ignored) padded for one batch. Texts are batched longest first
-    (by ``lengths`` when given — e.g. when ``texts`` are keys that ``tokenize`` maps to query–passage pairs), or as
-    ``batches`` says (index arrays; an index may repeat — :func:`biaslab.embed.filled` —, its states are the same)."""
+    """Per item, the float32 [real tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
+    ``hf_model`` (eval mode, no gradient), for ``len(lengths)`` items (texts, or query–passage pairs).
+    ``inputs(idx)`` returns the model's input tensors (ids, attention mask, token types; other entries are ignored)
+    for the items ``idx`` (an index array), padded for one batch. Items are batched longest first by ``lengths``,
+    or as ``batches`` says (index arrays; an index may repeat — :func:`biaslab.embed.filled` —, its states are the
+    same)."""
     import torch
 
     from .runtime import progress
@@ -66,13 +70,12 @@ def bottom_states(hf_model, tokenize: Callable[[list[str]], dict], texts: Sequen
     was_training = hf_model.training
     hf_model.eval()
     if batches is None:
-        sizes = [len(t) for t in texts] if lengths is None else list(lengths)
-        order = np.argsort([-n for n in sizes], kind="stable")  # similar lengths share a batch
+        order = np.argsort([-int(n) for n in lengths], kind="stable")  # similar lengths share a batch
         batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
-    out: list[np.ndarray | None] = [None] * len(texts)
+    out: list[np.ndarray | None] = [None] * len(lengths)
     with torch.inference_mode():
         for idx in progress(batches, desc=desc or f"frozen layers 1-{n_frozen}", disable=len(batches) <= 1):
-            enc = {k: v.to(device) for k, v in tokenize([texts[i] for i in idx]).items() if torch.is_tensor(v)}
+            enc = {k: v.to(device) for k, v in inputs(np.asarray(idx)).items() if torch.is_tensor(v)}
             x = embeddings(input_ids=enc["input_ids"], token_type_ids=enc.get("token_type_ids"))
             x = run_layers(layers[:n_frozen], hf_model.config, x, enc["attention_mask"]).float().cpu().numpy()
             for j, i in enumerate(idx):
@@ -105,6 +108,7 @@ class FrozenBottom:
                              f"got {n_frozen}")
         self.base, self.n_frozen, self.batch_size = base, int(n_frozen), batch_size
         self._reference = {k: v.detach().clone() for k, v in self._bottom(base).items()}
+        self._tokenizer = _tokenizer_spec(base)
         self._states: dict[str, np.ndarray] = {}
 
     @staticmethod
@@ -120,43 +124,54 @@ class FrozenBottom:
 
     def shares(self, st_model) -> bool:
         """True when ``st_model``'s embeddings and first ``n_frozen`` layers equal the base's exactly and it
-        tokenises the same way (same maximum length)."""
+        tokenises the same way (same maximum length, same tokenizer): the base's states are then its own."""
         import torch
 
         if getattr(st_model, "max_seq_length", None) != getattr(self.base, "max_seq_length", None):
+            return False
+        if _tokenizer_spec(st_model) != self._tokenizer:
             return False
         mine = self._bottom(st_model)
         return mine.keys() == self._reference.keys() and all(
             torch.equal(mine[k].to("cpu"), self._reference[k].to("cpu")) for k in mine)
 
-    def states(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def states(self, texts: Sequence[str], read=None) -> list[np.ndarray]:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
         filled to a row-independent product, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
         the embeddings built on them are the full forward pass's, bit for bit. The texts are tokenized once
-        (:func:`biaslab.embed.read_tokens`: the batch plan and the ids the layers read), by the base's own
-        preprocessing per batch only where that direct path does not apply."""
+        (:func:`biaslab.embed.read_tokens`: the batch plan and the ids the layers read) — or not at all when the
+        caller passes ``read``, their ``read_tokens`` under a model that :meth:`shares` the bottom (so reads them
+        as the base does) —, by the base's own preprocessing per batch only where that direct path does not
+        apply."""
         from .embed import batch_plan, model_row_independent, read_inputs, read_tokens
 
-        missing = [t for t in dict.fromkeys(texts) if t not in self._states]
-        if missing:
-            read = read_tokens(self.base, missing)
-            batches = [run for _, run in batch_plan(read.lengths, self.batch_size, model_row_independent(self.base))]
-            tokenize = self.base.preprocess
+        texts = list(texts)
+        first: dict[str, int] = {}
+        for i, t in enumerate(texts):
+            if t not in self._states:
+                first.setdefault(t, i)
+        if first:
+            missing, pos = list(first), np.fromiter(first.values(), np.int64, len(first))
+            if read is None:
+                read, pos = read_tokens(self.base, missing), np.arange(len(missing))
+            batches = [run for _, run in batch_plan(read.lengths[pos], self.batch_size,
+                                                    model_row_independent(self.base))]
             if read.ids is not None:
-                at = {t: i for i, t in enumerate(missing)}
-
-                def tokenize(batch: list[str]) -> dict:
-                    return read_inputs(read, [at[t] for t in batch])
-
-            computed = bottom_states(self._hf(self.base), tokenize, missing, n_frozen=self.n_frozen,
+                def inputs(idx):
+                    return read_inputs(read, pos[idx])
+            else:
+                def inputs(idx):
+                    return self.base.preprocess([missing[i] for i in idx])
+            computed = bottom_states(self._hf(self.base), inputs, read.lengths[pos], n_frozen=self.n_frozen,
                                      batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
                                      batches=batches)
             self._states.update(zip(missing, computed, strict=True))
         return [self._states[t] for t in texts]
 
-    def encode(self, st_model, texts: Sequence[str], *, normalize: bool) -> np.ndarray:
+    def encode(self, st_model, texts: Sequence[str], *, normalize: bool, read=None) -> np.ndarray:
         """Sentence embeddings of ``texts`` under ``st_model`` (which must :meth:`share` the bottom): its top layers
-        on the shared states, then its own pooling / normalisation modules."""
+        on the shared states, then its own pooling / normalisation modules. ``read``: ``read_tokens(st_model,
+        texts)`` when the caller has it (:meth:`states`)."""
         import torch
 
         from .embed import batch_plan, model_row_independent
@@ -168,7 +183,7 @@ class FrozenBottom:
         hf = self._hf(st_model)
         _, layers = encoder_stack(hf)
         device = next(hf.parameters()).device
-        states = self.states(texts)
+        states = self.states(texts, read)
         # equal token counts per batch, filled to a row-independent product: the top layers never pad, as the Encoder
         plan = batch_plan([len(s) for s in states], self.batch_size, model_row_independent(st_model))
         out = np.zeros((len(texts), st_model.get_embedding_dimension()), np.float32)
@@ -188,6 +203,85 @@ class FrozenBottom:
                 out[idx] = emb.float().cpu().numpy()
         st_model.train(was_training)
         return out
+
+
+def _tokenizer_spec(st_model) -> str | None:
+    """What decides how a sentence-transformers model tokenizes: its fast tokenizer's serialisation (vocabulary,
+    normaliser, pre-tokenizer, post-processor) without the truncation and padding state each call sets, or its class
+    and vocabulary where it has no fast backend."""
+    import json
+
+    tok = getattr(st_model, "tokenizer", None)
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is not None:
+        spec = json.loads(backend.to_str())
+        spec.pop("truncation", None), spec.pop("padding", None)
+        return json.dumps(spec, sort_keys=True)
+    return None if tok is None else f"{type(tok).__name__}:{sorted(tok.get_vocab().items())}"
+
+
+def shared_bottom_encoder(bottom: FrozenBottom, model, *, batch_size: int, normalize: bool = True):
+    """A :class:`biaslab.embed.Encoder` for ``model`` (cached, under the full model's fingerprint) whose cache misses
+    run only ``model``'s top layers on the states of ``bottom``; refuses a model that does not :meth:`share
+    <FrozenBottom.shares>` the bottom. Its layer-wise encodings (probing) run the full model."""
+    from .embed import Encoder
+
+    if not bottom.shares(model):
+        raise ValueError(f"{getattr(model, 'name_or_path', 'this model')}: its embeddings or first {bottom.n_frozen} "
+                         "layers differ from the shared frozen bottom's; encode it in full (biaslab.embed.Encoder)")
+
+    class _TopEncoder(Encoder):
+        def _encode(self, texts: list[str], show_progress: bool | None, read=None) -> np.ndarray:
+            return bottom.encode(self.model, texts, normalize=self.normalize, read=read)  # read as the base reads
+
+    return _TopEncoder(model, device=str(next(model.parameters()).device), batch_size=batch_size, normalize=normalize)
+
+
+def shared_depth(base, model) -> int:
+    """How many of ``base``'s transformer layers, from the bottom, ``model`` (a sentence-transformers model) has bit
+    for bit, with the embeddings, the tokenizer and the maximum length — at most all but the last layer, the most a
+    :class:`FrozenBottom` holds; 0 when any of the rest differs (or either is not a BERT-style encoder)."""
+    import torch
+
+    def same(a, b) -> bool:
+        sa, sb = a.state_dict(), b.state_dict()
+        return sa.keys() == sb.keys() and all(torch.equal(sa[k].to("cpu"), sb[k].to("cpu")) for k in sa)
+
+    if (getattr(model, "max_seq_length", None) != getattr(base, "max_seq_length", None)
+            or _tokenizer_spec(model) != _tokenizer_spec(base)):
+        return 0
+    try:
+        (be, bl), (me, ml) = (encoder_stack(FrozenBottom._hf(m)) for m in (base, model))
+    except (ValueError, AttributeError, TypeError, IndexError):
+        return 0
+    if len(bl) != len(ml) or not same(be, me):
+        return 0
+    n = 0
+    while n < len(bl) - 1 and same(bl[n], ml[n]):
+        n += 1
+    return n
+
+
+class Bottoms:
+    """The frozen bottoms of one ``base`` model, one per depth, each made when a model first needs it: for a stage
+    that encodes the same texts with many checkpoints of that base, some of which kept its bottom layers (partial
+    fine-tuning, WiSE-FT merges of it). :meth:`encoder` gives such a checkpoint an encoder that runs only the layers
+    above the deepest bottom it shares (the same vectors, bit for bit: :class:`FrozenBottom`); each text's bottom
+    is computed once for all of them."""
+
+    def __init__(self, base, *, batch_size: int):
+        self.base, self.batch_size = base, batch_size
+        self._by_depth: dict[int, FrozenBottom] = {}
+
+    def encoder(self, model, *, normalize: bool = True):
+        """:func:`shared_bottom_encoder` of ``model`` on the deepest bottom it shares with the base, or None when
+        it shares none (:func:`shared_depth`)."""
+        depth = shared_depth(self.base, model)
+        if not depth:
+            return None
+        if depth not in self._by_depth:
+            self._by_depth[depth] = FrozenBottom(self.base, depth, batch_size=self.batch_size)
+        return shared_bottom_encoder(self._by_depth[depth], model, batch_size=self.batch_size, normalize=normalize)
 
 
 def save_npz(path, **arrays: np.ndarray) -> None:

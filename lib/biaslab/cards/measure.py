@@ -443,15 +443,35 @@ def load_probes(root: Path, P) -> Probes:
                       "seed": P.common.seed})
 
 
+# per process and (device, batch size, length): the frozen bottoms of the base encoders load_encoder has loaded
+_BOTTOMS: dict[tuple, list] = {}
+
+
 def load_encoder(source: str, root: Path, models_settings, *, device: str, batch_size: int, max_seq_length: int):
     """An :class:`biaslab.embed.Encoder` (cached embeddings) for a registry name or a model folder, truncating at
     ``max_seq_length`` tokens whatever length the checkpoint was saved with (``cards.max_seq_length``: every card
-    is measured at one length, so a change against the base encoder is not a change of truncation)."""
+    is measured at one length, so a change against the base encoder is not a change of truncation).
+
+    Work is shared between the checkpoints of one process: a base encoder (a registry name) loaded here lends its
+    bottom layers to every model folder loaded after it that kept its embeddings and first layers bit for bit
+    (ragfair's WiSE-FT runs train only the top ``wiseft_layers``, ragcontrol's last-k runs only the top k layers'
+    MLPs). Such a checkpoint's encoder runs only its layers above that bottom, on the base's states of it, computed
+    once per text for all of them (:class:`biaslab.frozen.Bottoms`): the full forward pass's vectors bit for bit,
+    in a third of the time for the default cards; its layer-wise encodings (probing) run the full model."""
     from ..embed import Encoder
+    from ..frozen import Bottoms
     from ..models import load_sentence_transformer, preflight
 
     folder = Path(source) if Path(source).is_absolute() else Path(root) / source
     model = load_sentence_transformer(folder if folder.is_dir() else preflight([source], models_settings)[source],
                                       device)
     model.max_seq_length = int(max_seq_length)
+    bases = _BOTTOMS.setdefault((device, int(batch_size), int(max_seq_length)), [])
+    if not folder.is_dir():
+        bases.append(Bottoms(model, batch_size=batch_size))
+    else:
+        for bottoms in bases:
+            shared = bottoms.encoder(model)
+            if shared is not None:
+                return shared
     return Encoder(model, device=device, batch_size=batch_size)

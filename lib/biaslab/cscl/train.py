@@ -214,9 +214,9 @@ def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_leng
     model = AutoModel.from_pretrained(str(encoder_dir))
     check_frozen(n_frozen, model.config.num_hidden_layers)
     model.to(select_device(device))
-    parts = bottom_states(model, lambda batch: tok(batch, truncation=True, max_length=max_length, padding=True,
-                                                   return_tensors="pt"), texts, n_frozen=n_frozen,
-                          batch_size=batch_size)
+    parts = bottom_states(model, lambda idx: tok([texts[i] for i in idx], truncation=True, max_length=max_length,
+                                                 padding=True, return_tensors="pt"), [len(t) for t in texts],
+                          n_frozen=n_frozen, batch_size=batch_size)
     offsets = np.cumsum([0, *(len(p) for p in parts)])
     return StateBank(n_frozen, texts, np.concatenate(parts).astype(np.float16), offsets)
 

@@ -153,14 +153,13 @@ def pair_states(model_dir, pairs: pd.DataFrame, texts: dict[str, str], *, n_froz
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModel.from_pretrained(str(model_dir)).to(select_device(device))
 
-    def tokenize(batch):
-        qs, ds = zip(*(lookup[k] for k in batch), strict=True)
+    def tokenize(idx):
+        qs, ds = zip(*(lookup[keys[i]] for i in idx), strict=True)
         return tok(list(qs), list(ds), truncation="only_second", max_length=max_length, padding=True,
                    return_tensors="pt")
 
-    parts = bottom_states(model, tokenize, keys, n_frozen=n_frozen, batch_size=batch_size,
-                          lengths=[len(q) + len(d) for q, d in lookup.values()],
-                          desc=f"frozen layers 1-{n_frozen} of {len(keys)} query-passage pairs")
+    parts = bottom_states(model, tokenize, [len(q) + len(d) for q, d in lookup.values()], n_frozen=n_frozen,
+                          batch_size=batch_size, desc=f"frozen layers 1-{n_frozen} of {len(keys)} query-passage pairs")
     offsets = np.cumsum([0, *(len(p) for p in parts)])
     return StateBank(n_frozen, keys, np.concatenate(parts).astype(np.float16), offsets)
 

@@ -54,23 +54,6 @@ class Utility:
                              for q, v in b.ndcg_per_query(query_transform).items()], columns=["year", "qid", "ndcg"])
 
 
-def shared_bottom_encoder(bottom, model, *, batch_size: int, normalize: bool = True):
-    """A :class:`biaslab.embed.Encoder` for ``model`` (cached, under the full model's fingerprint) whose cache misses
-    run only ``model``'s top layers on the states of ``bottom`` (a :class:`biaslab.frozen.FrozenBottom`); refuses a
-    model that does not share the bottom."""
-    from ..embed import Encoder
-
-    if not bottom.shares(model):
-        raise ValueError(f"{getattr(model, 'name_or_path', 'this model')}: its embeddings or first {bottom.n_frozen} "
-                         "layers differ from the shared frozen bottom's; encode it in full (biaslab.embed.Encoder)")
-
-    class _TopEncoder(Encoder):
-        def _encode(self, texts: list[str], show_progress: bool | None, read=None) -> np.ndarray:  # the bottom reads the base's tokens
-            return bottom.encode(self.model, texts, normalize=self.normalize)
-
-    return _TopEncoder(model, device=str(next(model.parameters()).device), batch_size=batch_size, normalize=normalize)
-
-
 def _projector(direction: np.ndarray, alpha: float):
     return lambda q: control.project(q, direction, alpha)
 
@@ -83,7 +66,7 @@ def study(base_dir, *, tasks: Sequence[str], tasks_dir: Path, models_dir: Path, 
     ``projection`` / ``sampling``: those sections. Returns (retrieved rows, per-setting summary with utility and
     task accuracy, reader subsets {task: [qid]}, nDCG@k per judged query and setting)."""
     from ..embed import Encoder
-    from ..frozen import FrozenBottom
+    from ..frozen import FrozenBottom, shared_bottom_encoder
     from ..models import load_sentence_transformer
 
     def encoder(model, bottom: FrozenBottom | None = None) -> Encoder:
