@@ -96,6 +96,10 @@ def test_a_model_that_tokenizes_otherwise_is_refused(minilm):
     other = copy.deepcopy(base)  # the same weights, one more token in the vocabulary: other ids for some texts
     other.tokenizer.add_tokens(["zzqxword"])
     assert not bottom.shares(other)
+    grown = copy.deepcopy(base)
+    assert bottom.shares(grown)  # its tokenizer's spec is now kept ...
+    grown.tokenizer.add_tokens(["zzqxword"])
+    assert not bottom.shares(grown)  # ... and read again once its vocabulary grows
 
 
 def test_a_model_with_a_different_bottom_is_refused(minilm):

@@ -26,6 +26,8 @@ summation order.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -205,19 +207,36 @@ class FrozenBottom:
         return out
 
 
+# tokenizer -> (its length, its spec): a spec takes ~80 ms to serialise, and shares() runs on every encode call
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _tokenizer_spec(st_model) -> str | None:
     """What decides how a sentence-transformers model tokenizes: its fast tokenizer's serialisation (vocabulary,
     normaliser, pre-tokenizer, post-processor) without the truncation and padding state each call sets, or its class
-    and vocabulary where it has no fast backend."""
+    and vocabulary where it has no fast backend. Kept per tokenizer until its vocabulary grows (``add_tokens``)."""
     import json
 
     tok = getattr(st_model, "tokenizer", None)
+    if tok is None:
+        return None
+    try:
+        size, spec = _SPECS[tok]
+        if size == len(tok):
+            return spec
+    except (KeyError, TypeError):
+        pass
     backend = getattr(tok, "backend_tokenizer", None)
     if backend is not None:
-        spec = json.loads(backend.to_str())
-        spec.pop("truncation", None), spec.pop("padding", None)
-        return json.dumps(spec, sort_keys=True)
-    return None if tok is None else f"{type(tok).__name__}:{sorted(tok.get_vocab().items())}"
+        parsed = json.loads(backend.to_str())
+        parsed.pop("truncation", None)
+        parsed.pop("padding", None)
+        spec = json.dumps(parsed, sort_keys=True)
+    else:
+        spec = f"{type(tok).__name__}:{sorted(tok.get_vocab().items())}"
+    with contextlib.suppress(TypeError):  # a tokenizer that cannot be weakly referenced is not kept
+        _SPECS[tok] = (len(tok), spec)
+    return spec
 
 
 def shared_bottom_encoder(bottom: FrozenBottom, model, *, batch_size: int, normalize: bool = True):
