@@ -317,5 +317,7 @@ def test_a_checkpoint_that_kept_the_bases_bottom_gets_the_same_vectors_through_i
     texts = ["the engineer explained the design to her colleagues " * 12, "A short one.", "The nurse was late."]
     fast.cache = full.cache = None  # measure the computation, not the store
     np.testing.assert_array_equal(fast.encode(texts), full.encode(texts))
-    assert isinstance(measure._BOTTOMS[("cpu", 4, 40)][0]._by_depth[5], FrozenBottom)
+    assert isinstance(measure._BOTTOMS[("minilm", "cpu", 4, 40)]._by_depth[5], FrozenBottom)
+    load("minilm")
+    assert len(measure._BOTTOMS) == 1  # the base loaded again: its bottoms are kept, not copied
     assert type(load("data/models/ragfair/changed")) is Encoder

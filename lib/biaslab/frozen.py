@@ -110,7 +110,6 @@ class FrozenBottom:
                              f"got {n_frozen}")
         self.base, self.n_frozen, self.batch_size = base, int(n_frozen), batch_size
         self._reference = {k: v.detach().clone() for k, v in self._bottom(base).items()}
-        self._tokenizer = _tokenizer_spec(base)
         self._states: dict[str, np.ndarray] = {}
 
     @staticmethod
@@ -127,15 +126,7 @@ class FrozenBottom:
     def shares(self, st_model) -> bool:
         """True when ``st_model``'s embeddings and first ``n_frozen`` layers equal the base's exactly and it
         tokenises the same way (same maximum length, same tokenizer): the base's states are then its own."""
-        import torch
-
-        if getattr(st_model, "max_seq_length", None) != getattr(self.base, "max_seq_length", None):
-            return False
-        if _tokenizer_spec(st_model) != self._tokenizer:
-            return False
-        mine = self._bottom(st_model)
-        return mine.keys() == self._reference.keys() and all(
-            torch.equal(mine[k].to("cpu"), self._reference[k].to("cpu")) for k in mine)
+        return _reads_alike(st_model, self.base) and _equal_tensors(self._bottom(st_model), self._reference)
 
     def states(self, texts: Sequence[str], read=None) -> list[np.ndarray]:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
@@ -239,6 +230,20 @@ def _tokenizer_spec(st_model) -> str | None:
     return spec
 
 
+def _reads_alike(a, b) -> bool:
+    """Whether two sentence-transformers models turn a text into the same ids: the same maximum length and the same
+    tokenizer (:func:`_tokenizer_spec`)."""
+    return (getattr(a, "max_seq_length", None) == getattr(b, "max_seq_length", None)
+            and _tokenizer_spec(a) == _tokenizer_spec(b))
+
+
+def _equal_tensors(mine: dict, ref: dict) -> bool:
+    """Whether two state dicts hold the same names and equal tensors, bit for bit."""
+    import torch
+
+    return mine.keys() == ref.keys() and all(torch.equal(mine[k].to("cpu"), ref[k].to("cpu")) for k in mine)
+
+
 def shared_bottom_encoder(bottom: FrozenBottom, model, *, batch_size: int, normalize: bool = True):
     """A :class:`biaslab.embed.Encoder` for ``model`` (cached, under the full model's fingerprint) whose cache misses
     run only ``model``'s top layers on the states of ``bottom``; refuses a model that does not :meth:`share
@@ -260,14 +265,10 @@ def shared_depth(base, model) -> int:
     """How many of ``base``'s transformer layers, from the bottom, ``model`` (a sentence-transformers model) has bit
     for bit, with the embeddings, the tokenizer and the maximum length — at most all but the last layer, the most a
     :class:`FrozenBottom` holds; 0 when any of the rest differs (or either is not a BERT-style encoder)."""
-    import torch
-
     def same(a, b) -> bool:
-        sa, sb = a.state_dict(), b.state_dict()
-        return sa.keys() == sb.keys() and all(torch.equal(sa[k].to("cpu"), sb[k].to("cpu")) for k in sa)
+        return _equal_tensors(a.state_dict(), b.state_dict())
 
-    if (getattr(model, "max_seq_length", None) != getattr(base, "max_seq_length", None)
-            or _tokenizer_spec(model) != _tokenizer_spec(base)):
+    if not _reads_alike(model, base):
         return 0
     try:
         (be, bl), (me, ml) = (encoder_stack(FrozenBottom._hf(m)) for m in (base, model))

@@ -443,8 +443,9 @@ def load_probes(root: Path, P) -> Probes:
                       "seed": P.common.seed})
 
 
-# per process and (device, batch size, length): the frozen bottoms of the base encoders load_encoder has loaded
-_BOTTOMS: dict[tuple, list] = {}
+# per process, (base registry name, device, batch size, length) -> that base encoder's frozen bottoms, made the first
+# time load_encoder loads it and kept (loading it again does not add another copy of the model and its states)
+_BOTTOMS: dict[tuple, object] = {}
 
 
 def load_encoder(source: str, root: Path, models_settings, *, device: str, batch_size: int, max_seq_length: int):
@@ -466,11 +467,11 @@ def load_encoder(source: str, root: Path, models_settings, *, device: str, batch
     model = load_sentence_transformer(folder if folder.is_dir() else preflight([source], models_settings)[source],
                                       device)
     model.max_seq_length = int(max_seq_length)
-    bases = _BOTTOMS.setdefault((device, int(batch_size), int(max_seq_length)), [])
+    setting = (device, int(batch_size), int(max_seq_length))
     if not folder.is_dir():
-        bases.append(Bottoms(model, batch_size=batch_size))
+        _BOTTOMS.setdefault((source, *setting), Bottoms(model, batch_size=batch_size))
     else:
-        for bottoms in bases:
+        for bottoms in (b for key, b in _BOTTOMS.items() if key[1:] == setting):
             shared = bottoms.encoder(model)
             if shared is not None:
                 return shared
