@@ -64,3 +64,27 @@ def test_describe_lists_the_registry():
 def test_library_functions_take_folders_not_names():
     with pytest.raises(ModelUnavailableError, match="resolve a logical name with models.preflight"):
         models.load_sentence_transformer("minilm", "cpu")
+
+
+def test_loading_a_model_frees_the_dropped_ones():
+    """A dropped model sits in reference cycles until a full collection; loading the next one collects it, so a
+    loop over checkpoints holds one model, not every earlier one (automatic collection off: the loop may not
+    trigger one)."""
+    import gc
+    import weakref
+
+    from conftest import model_dir
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        first = models.load_sentence_transformer(model_dir("minilm"), "cpu")
+        weights = weakref.ref(first[0].auto_model)
+        del first
+        assert weights() is not None  # held by a cycle: nothing but a collection frees it
+        second = models.load_sentence_transformer(model_dir("minilm"), "cpu")
+        assert weights() is None
+        assert second[0].auto_model is not None
+    finally:
+        if was:
+            gc.enable()

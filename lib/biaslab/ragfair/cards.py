@@ -47,14 +47,10 @@ def load_checkpoint(run: str | None, base_dir, models_dir, device: str):
         return load_sentence_transformer(base_dir, device)
     from pathlib import Path
 
-    from sentence_transformers import SentenceTransformer
-
-    from ..runtime import select_device
-
     folder = Path(models_dir) / run
     if not (folder / "biaslab_run.json").is_file():
         raise FileNotFoundError(f"checkpoint {folder} not found: run `dvc repro ragfair_train@{run}` first")
-    return SentenceTransformer(str(folder), device=select_device(device))
+    return load_sentence_transformer(folder, device)
 
 
 def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_samples: int, exact_limit: int,
