@@ -290,3 +290,19 @@ def test_dense_index_edges():
         idx.search(np.ones((1, 4)), 1)
     with pytest.raises(ValueError, match="2-d"):
         DenseIndex(np.ones(3))
+
+
+def test_the_direct_path_reads_a_grown_vocabulary(minilm):
+    """The backend copy is made again once the tokenizer's vocabulary grows (add_tokens), so the direct path gives
+    the new token's id, as the model's own preprocessing does."""
+    import copy
+
+    model = copy.deepcopy(minilm)
+    before = embed.direct_tokenizer(model, 128)
+    model.tokenizer.add_tokens(["zzqxword"])
+    after = embed.direct_tokenizer(model, 128)
+    assert after is not before
+    read = embed.read_tokens(model, ["a zzqxword here"])
+    assert read.ids is not None
+    assert read.ids[0].tolist() == model.preprocess(["a zzqxword here"])["input_ids"][0].tolist()
+    assert len(model.tokenizer) - 1 in read.ids[0].tolist()

@@ -3,7 +3,7 @@ import pytest
 from biaslab import config, models
 from biaslab.models import ModelUnavailableError
 
-from conftest import PARAMS
+from conftest import PARAMS, model_dir
 
 OFFLINE = PARAMS.models
 
@@ -72,8 +72,6 @@ def test_loading_a_model_frees_the_dropped_ones():
     trigger one)."""
     import gc
     import weakref
-
-    from conftest import model_dir
 
     was = gc.isenabled()
     gc.disable()

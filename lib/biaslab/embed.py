@@ -246,9 +246,10 @@ class Read:
     types: list[np.ndarray] | None = None
 
 
-# tokenizer -> {length: its fast backend truncating at the length, unpadded — or None where the direct path does not
-# apply}; weakly keyed, so a checkpoint's copies go with its tokenizer
-_DIRECT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# tokenizer -> (its vocabulary size, its spec (tokenizer_spec), {length: its fast backend truncating at the length,
+# unpadded — or None where the direct path does not apply}); weakly keyed, so a checkpoint's entry goes with its
+# tokenizer, and made again once the vocabulary grows (add_tokens)
+_TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 DIRECT_INPUTS = frozenset({"input_ids", "token_type_ids", "attention_mask"})
 READ_CHUNK = 4096  # texts per tokenizer call: their encodings are dropped once their ids are kept
 
@@ -258,12 +259,13 @@ def direct_tokenizer(model, length: int):
     calls) truncating at ``length`` tokens as sentence-transformers' preprocessing does (longest first, the
     tokenizer's side, no stride) and padding nothing, or None where the direct path does not apply: not a
     text-only sentence-transformers model with a transformer first, a prompt it would prepend, no fast backend, or
-    inputs other than ids, token types and the attention mask. One copy per tokenizer and length."""
+    inputs other than ids, token types and the attention mask. One copy per tokenizer and length, made from the
+    tokenizer's spec (:func:`tokenizer_spec`)."""
     tok = getattr(model, "tokenizer", None)
-    try:
-        copies = _DIRECT.setdefault(tok, {})
-    except TypeError:  # no tokenizer, or one that cannot be weakly referenced
+    entry = _tokenizer_entry(tok)
+    if entry is None:  # no tokenizer, or one that cannot be weakly referenced
         return None
+    spec, copies = entry[1:]
     if int(length) not in copies:
         backend = None
         first = next(iter(model), None) if hasattr(model, "__iter__") else None
@@ -272,12 +274,46 @@ def direct_tokenizer(model, length: int):
                 and set(getattr(tok, "model_input_names", ())) <= DIRECT_INPUTS):
             from tokenizers import Tokenizer
 
-            backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+            backend = Tokenizer.from_str(spec)
             backend.no_padding()
             backend.enable_truncation(max_length=int(length), stride=0, strategy="longest_first",
                                       direction=getattr(tok, "truncation_side", "right"))
         copies[int(length)] = backend
     return copies[int(length)]
+
+
+def tokenizer_spec(tok) -> str | None:
+    """What decides the ids a transformers tokenizer gives: its fast backend's serialisation (vocabulary, normaliser,
+    pre-tokenizer, post-processor) with the truncation and padding state each call sets cleared, or its class and
+    vocabulary where it has no fast backend; None without a tokenizer. Serialising takes ~80 ms, so it is kept per
+    tokenizer until its vocabulary grows (``add_tokens``)."""
+    if tok is None:
+        return None
+    entry = _tokenizer_entry(tok)
+    return _spec(tok) if entry is None else entry[1]
+
+
+def _tokenizer_entry(tok) -> tuple | None:
+    """``tok``'s entry of ``_TOKENIZERS`` (made or made again), None for no tokenizer or one that cannot be weakly
+    referenced."""
+    if tok is None:
+        return None
+    try:
+        entry = _TOKENIZERS.get(tok)
+        if entry is None or entry[0] != len(tok):
+            entry = _TOKENIZERS[tok] = (len(tok), _spec(tok), {})
+    except TypeError:
+        return None
+    return entry
+
+
+def _spec(tok) -> str:
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:
+        return f"{type(tok).__name__}:{sorted(tok.get_vocab().items())}"
+    parsed = json.loads(backend.to_str())
+    parsed["truncation"] = parsed["padding"] = None
+    return json.dumps(parsed, sort_keys=True)
 
 
 def read_tokens(model, texts: Sequence[str], check: int = 4) -> Read:

@@ -26,8 +26,6 @@ summation order.
 
 from __future__ import annotations
 
-import contextlib
-import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -198,43 +196,13 @@ class FrozenBottom:
         return out
 
 
-# tokenizer -> (its length, its spec): a spec takes ~80 ms to serialise, and shares() runs on every encode call
-_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _tokenizer_spec(st_model) -> str | None:
-    """What decides how a sentence-transformers model tokenizes: its fast tokenizer's serialisation (vocabulary,
-    normaliser, pre-tokenizer, post-processor) without the truncation and padding state each call sets, or its class
-    and vocabulary where it has no fast backend. Kept per tokenizer until its vocabulary grows (``add_tokens``)."""
-    import json
-
-    tok = getattr(st_model, "tokenizer", None)
-    if tok is None:
-        return None
-    try:
-        size, spec = _SPECS[tok]
-        if size == len(tok):
-            return spec
-    except (KeyError, TypeError):
-        pass
-    backend = getattr(tok, "backend_tokenizer", None)
-    if backend is not None:
-        parsed = json.loads(backend.to_str())
-        parsed.pop("truncation", None)
-        parsed.pop("padding", None)
-        spec = json.dumps(parsed, sort_keys=True)
-    else:
-        spec = f"{type(tok).__name__}:{sorted(tok.get_vocab().items())}"
-    with contextlib.suppress(TypeError):  # a tokenizer that cannot be weakly referenced is not kept
-        _SPECS[tok] = (len(tok), spec)
-    return spec
-
-
 def _reads_alike(a, b) -> bool:
     """Whether two sentence-transformers models turn a text into the same ids: the same maximum length and the same
-    tokenizer (:func:`_tokenizer_spec`)."""
+    tokenizer (:func:`biaslab.embed.tokenizer_spec`)."""
+    from .embed import tokenizer_spec
+
     return (getattr(a, "max_seq_length", None) == getattr(b, "max_seq_length", None)
-            and _tokenizer_spec(a) == _tokenizer_spec(b))
+            and tokenizer_spec(getattr(a, "tokenizer", None)) == tokenizer_spec(getattr(b, "tokenizer", None)))
 
 
 def _equal_tensors(mine: dict, ref: dict) -> bool:
