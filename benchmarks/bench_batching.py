@@ -4,8 +4,8 @@ encoded in?
     python benchmarks/bench_batching.py [--texts 2000] [--passages 400] [--sizes 1 2 4 16 32 64] [--rounds 2]
 
 ``biaslab.embed.Encoder`` encodes the texts missing from the embedding store in batches of equal token count (no
-padding), at most ``common.batch_size`` texts and ``embed.MAX_BATCH_TOKENS`` tokens each, and fills a batch whose
-token rows this CPU multiplies another way (``embed.row_independent``) with copies of its own texts. Measured with the
+padding), at most ``common.batch_size`` texts and ``biaslab.embed.batching.MAX_BATCH_TOKENS`` tokens each, and fills a batch whose
+token rows this CPU multiplies another way (``biaslab.embed.batching.row_independent``) with copies of its own texts. Measured with the
 library's Encoder (store off) on the project's MiniLM at ``cards.max_seq_length``, on short real sentences (SEAT,
 SBIC, IndiBias) and on GenderBias-QA passages (most cut at the truncation length: what the costliest stages embed):
 
@@ -48,12 +48,12 @@ def differing(reference: np.ndarray, vectors: np.ndarray, lengths: np.ndarray) -
 
 def unfilled():
     """The library's batching without the filling (the state before it)."""
-    return mock.patch("biaslab.embed.filled", lambda idx, length, safe: idx)
+    return mock.patch("biaslab.embed.batching.filled", lambda idx, length, safe: idx)
 
 
 def uncapped():
     """The library's batching without the token cap (batch size alone decides)."""
-    return mock.patch("biaslab.embed.MAX_BATCH_TOKENS", None)
+    return mock.patch("biaslab.embed.batching.MAX_BATCH_TOKENS", None)
 
 
 def measure_set(model, texts: list[str], sizes: list[int], reference_size: int, rounds: int) -> dict:
@@ -111,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from biaslab import embed, models
+    from biaslab import models
     from biaslab.config import load_params
+    from biaslab.embed import batching
 
     params = load_params(ROOT / "params.yaml", sections=["common", "models", "cards"])
     model = models.load_sentence_transformer(models.preflight(["minilm"], params.models)["minilm"], "cpu")
@@ -120,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
                              "threads": torch.get_num_threads()},
                  "max_seq_length": params.cards.max_seq_length,
-                 "row_dependent_rows": [int(r) for r in np.flatnonzero(~embed.model_row_independent(model))[1:]],
-                 "max_batch_tokens": embed.MAX_BATCH_TOKENS}
+                 "row_dependent_rows": [int(r) for r in np.flatnonzero(~batching.model_row_independent(model))[1:]],
+                 "max_batch_tokens": batching.MAX_BATCH_TOKENS}
     sets, out["sets"] = text_sets(args.texts, args.passages)
     for name, texts in sets.items():
         print(f"== {name}: {len(texts)} texts")

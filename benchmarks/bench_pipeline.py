@@ -1,4 +1,4 @@
-"""Pipeline benchmarks (issue 15 §4): where the default pipeline's time and memory go, how long a no-op
+"""Pipeline benchmarks: where the default pipeline's time and memory go, how long a no-op
 `dvc repro` takes, and the library's training throughput against the bare sentence-transformers trainer.
 
     python benchmarks/bench_pipeline.py timings LOG [LOG ...] [--keep coldest]   # logs made with BIASLAB_TIMINGS=LOG

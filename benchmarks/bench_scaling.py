@@ -1,4 +1,4 @@
-"""How the costliest default stages grow with their input (issue 15 §4): time and peak memory of each stage's
+"""How the costliest default stages grow with their input: time and peak memory of each stage's
 workload at several sizes, each size in a fresh process.
 
     python benchmarks/bench_scaling.py cards  [--sizes 0.25 0.5 1]     # one bias card (the cards stage's unit)
@@ -79,16 +79,16 @@ def growth_exponent(sizes, seconds) -> float | None:
 
 def _cards(fraction: float) -> dict:
     from biaslab import config
-    from biaslab.cards import measure
+    from biaslab.cards import load, measure
 
     P = config.load_params(ROOT / "params.yaml",
                            sections=["common", "data", "models", "ragfair", "fairrank", "cards"])
-    probes = measure.load_probes(ROOT, P)
+    probes = load.load_probes(ROOT, P)
     bbq = pd.read_parquet(ROOT / "data/processed/ragfair/bbq.parquet")
     probes = scale_probes(probes, bbq[bbq["split"] == "eval"], P.ragfair.evaluate.max_rows_per_category, fraction,
                           P.common.seed)
     t = time.perf_counter()
-    enc = measure.load_encoder(P.cards.base_models[0], ROOT, P.models, device=P.common.device,
+    enc = load.load_encoder(P.cards.base_models[0], ROOT, P.models, device=P.common.device,
                                batch_size=P.common.batch_size)
     enc.cache = None  # measure the model, not the store
     load_s = time.perf_counter() - t

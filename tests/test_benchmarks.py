@@ -189,7 +189,8 @@ def test_the_batching_benchmark_names_the_texts_whose_vector_changed_and_by_how_
 def test_the_batching_benchmark_switches_the_filling_and_the_token_cap_off_and_back(minilm):
     import numpy as np
 
-    from biaslab.embed import Encoder, filled, model_row_independent
+    from biaslab.embed import Encoder
+    from biaslab.embed.batching import filled, model_row_independent
 
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     long = [f"passage {i} " + "word " * 200 for i in range(40)]  # one token count, over 100

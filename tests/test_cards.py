@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from biaslab import stats
-from biaslab.cards import measure
+from biaslab.cards import changes, measure
+from biaslab.cards import load as card_load
 from biaslab.ragfair import perturb
 
 BOOT = {"rounds": 200, "confidence": 0.95, "seed": 0,  # common.uncertainty / common.seed of the tests
@@ -34,7 +35,7 @@ def _cards() -> pd.DataFrame:
 
 
 def test_bias_change_reads_each_measure_in_its_own_direction_against_the_rows_reference():
-    ch = measure.bias_change(_cards(), "minilm", None, **BOOT).set_index(["checkpoint", "measure"])["bias_change"]
+    ch = changes.bias_change(_cards(), "minilm", None, **BOOT).set_index(["checkpoint", "measure"])["bias_change"]
     assert ch[("ragfair/lora", "spd")] == pytest.approx(0.05 - 0.10)  # |0.05| < |-0.10|: less biased
     assert ch[("intersect/x", "spd")] == pytest.approx(0.10)  # |-0.20| > |-0.10|: more biased
     assert ch[("ragfair/lora", "seat_fairness")] == pytest.approx(-0.1)  # higher fairness score = less biased
@@ -48,13 +49,13 @@ def test_bias_change_reads_each_measure_in_its_own_direction_against_the_rows_re
 
 
 def test_moved_lists_only_reductions_largest_first_and_the_heatmap_scales_each_column():
-    ch = measure.bias_change(_cards(), "minilm", None, **BOOT)
-    top = measure.moved(ch, 1)
+    ch = changes.bias_change(_cards(), "minilm", None, **BOOT)
+    top = changes.moved(ch, 1)
     assert (top["bias_change"] < 0).all()
     assert top.set_index("measure")["checkpoint"].to_dict() == {
         "eo_gap": "cscl/t/two_stage@5", "rank:NFaiRR@10": "intersect/x", "seat_fairness": "ragfair/lora",
         "spd": "ragfair/lora"}
-    grid = measure.heatmap_frame(ch)
+    grid = changes.heatmap_frame(ch)
     assert np.nanmax(grid.abs().to_numpy()) == pytest.approx(1.0)
     assert grid.loc["intersect/x", "spd"] == pytest.approx(1.0) and grid.loc["ragfair/lora", "spd"] == pytest.approx(-0.5)
 
@@ -64,22 +65,22 @@ def test_a_change_inside_both_noise_bands_is_not_a_movement():
     bands = {"base/minilm": (-0.13, -0.07), "ragfair/lora": (0.02, 0.06), "intersect/x": (-0.25, -0.15)}
     for name, (lo, hi) in bands.items():
         cards.loc[cards.checkpoint == name, ["spd_min", "spd_max"]] = [lo, hi]
-    ch = measure.bias_change(cards, "minilm", None, **BOOT).set_index(["checkpoint", "measure"])
+    ch = changes.bias_change(cards, "minilm", None, **BOOT).set_index(["checkpoint", "measure"])
     assert ch.at[("ragfair/lora", "spd"), "beyond_noise"] is True  # |SPD| bands [0.02, 0.06] and [0.07, 0.13]
     assert ch.at[("ragfair/lora", "seat_fairness"), "beyond_noise"] is None  # no band for this measure
     assert "spd_min" not in set(ch.index.get_level_values("measure"))  # a band is not a bias measure
     cards.loc[cards.checkpoint == "ragfair/lora", ["spd", "spd_min", "spd_max"]] = [0.09, 0.06, 0.12]
-    ch = measure.bias_change(cards, "minilm", None, **BOOT)
+    ch = changes.bias_change(cards, "minilm", None, **BOOT)
     lora = ch[(ch.checkpoint == "ragfair/lora") & (ch.measure == "spd")].iloc[0]
     assert lora["bias_change"] < 0 and lora["beyond_noise"] is False  # |0.09| < |-0.10|, but the bands overlap
-    top = measure.moved(ch, 3)
+    top = changes.moved(ch, 3)
     assert "spd" not in set(top["measure"])  # the only SPD reduction is noise
-    grid = measure.heatmap_frame(ch)
-    assert measure.unresolved_cells(ch, grid) == [(list(grid.index).index("ragfair/lora"),
+    grid = changes.heatmap_frame(ch)
+    assert changes.unresolved_cells(ch, grid) == [(list(grid.index).index("ragfair/lora"),
                                                      list(grid.columns).index("spd"))]
     assert "seat_fairness" in set(top["measure"])  # measures without a band are ranked as before
     cards.loc[cards.checkpoint == "base/minilm", ["spd_min", "spd_max"]] = [-0.02, 0.03]  # spans 0: |SPD| 0-0.03
-    assert measure.bias_change(cards, "minilm", None, **BOOT).set_index(["checkpoint", "measure"]).at[
+    assert changes.bias_change(cards, "minilm", None, **BOOT).set_index(["checkpoint", "measure"]).at[
         ("ragfair/lora", "spd"), "beyond_noise"] is True
 
 
@@ -105,7 +106,7 @@ def test_the_noise_band_is_the_range_of_the_perturbed_re_measurements():
 def test_a_missing_reference_row_is_named():
     cards = _cards()
     with pytest.raises(ValueError, match=r"base/gte"):
-        measure.bias_change(cards, "gte", None, **BOOT)
+        changes.bias_change(cards, "gte", None, **BOOT)
 
 
 NO_UNITS = pd.DataFrame(columns=["measure", "unit", "value"])
@@ -118,7 +119,7 @@ def _card(summary, units=NO_UNITS) -> measure.Card:
 def test_one_card_against_another_reads_as_the_stage_reads_a_checkpoint_against_its_base():
     ref = _card({"spd": -0.10, "spd_min": -0.13, "spd_max": -0.07, "seat_fairness": 0.6, "acc_at_1": 20.0})
     mine = _card({"spd": 0.05, "spd_min": 0.02, "spd_max": 0.06, "seat_fairness": 0.7, "acc_at_1": 18.0})
-    ch = measure.compare(mine, "my/model", ref, "minilm", **BOOT).set_index("measure")
+    ch = changes.compare(mine, "my/model", ref, "minilm", **BOOT).set_index("measure")
     assert set(ch.index) == {"spd", "seat_fairness"}  # utility and the band columns are not bias measures
     assert ch.at["spd", "bias_change"] == pytest.approx(-0.05) and ch.at["spd", "beyond_noise"] is True
     assert ch.at["seat_fairness", "bias_change"] == pytest.approx(-0.1) and ch.at["seat_fairness", "beyond_noise"] is None
@@ -126,12 +127,12 @@ def test_one_card_against_another_reads_as_the_stage_reads_a_checkpoint_against_
     cards = _cards().assign(spd_min=np.nan, spd_max=np.nan)
     lora = cards[cards.checkpoint == "ragfair/lora"].iloc[0].dropna().drop(["checkpoint", "paper", "kind"]).to_dict()
     base = cards[cards.checkpoint == "base/minilm"].iloc[0].dropna().drop(["checkpoint", "paper", "kind"]).to_dict()
-    stage = measure.bias_change(cards, "minilm", None, **BOOT)
+    stage = changes.bias_change(cards, "minilm", None, **BOOT)
     stage = stage[stage.checkpoint == "ragfair/lora"].set_index("measure")["bias_change"]
-    assert measure.compare(_card(lora), "ragfair/lora", _card(base), "minilm", **BOOT).set_index("measure")[
+    assert changes.compare(_card(lora), "ragfair/lora", _card(base), "minilm", **BOOT).set_index("measure")[
         "bias_change"].to_dict() == pytest.approx(stage.to_dict())  # the same reading as the cards stage's
     with pytest.raises(ValueError, match="itself"):
-        measure.compare(mine, "minilm", ref, "minilm", **BOOT)
+        changes.compare(mine, "minilm", ref, "minilm", **BOOT)
 
 
 def _units(name, measure_, values, units=None):
@@ -156,7 +157,7 @@ def test_a_mean_over_units_gets_a_paired_interval_and_an_unresolved_change_is_no
         _units("intersect/x", "rank:NFaiRR@10", base + 1e-3 * noise / noise.std()),
         _units("base/minilm", "embedder_bias[G]", np.roll(side, 1)), _units("ragfair/lora", "embedder_bias[G]", side),
         _units("intersect/x", "embedder_bias[G]", side, units=list("abcdefghij"))])  # other units: not paired
-    ch = measure.bias_change(cards, "minilm", units, **BOOT).set_index(["checkpoint", "measure"])
+    ch = changes.bias_change(cards, "minilm", units, **BOOT).set_index(["checkpoint", "measure"])
     lora = ch.loc[("ragfair/lora", "rank:NFaiRR@10")]
     assert lora["bias_change"] == pytest.approx(-0.5) and lora["ci_low"] == pytest.approx(-0.5)
     assert lora["ci_high"] == pytest.approx(-0.5)  # a shift every query shares: no spread
@@ -166,9 +167,9 @@ def test_a_mean_over_units_gets_a_paired_interval_and_an_unresolved_change_is_no
     g = ch.loc[("ragfair/lora", "embedder_bias[G]")]  # |mean| of per-question sides, paired by question
     assert g["ci_low"] <= g["bias_change"] <= g["ci_high"] and np.isfinite(g["p_value"])
     assert np.isnan(ch.loc[("intersect/x", "embedder_bias[G]"), "ci_low"])  # different questions: no interval
-    no_rounds = measure.bias_change(cards, "minilm", units, **(BOOT | {"rounds": 0}))
+    no_rounds = changes.bias_change(cards, "minilm", units, **(BOOT | {"rounds": 0}))
     assert no_rounds["ci_low"].isna().all()  # rounds 0: point estimates, as without units
-    top = measure.moved(ch.reset_index(), 5)
+    top = changes.moved(ch.reset_index(), 5)
     listed = set(zip(top["checkpoint"], top["measure"], strict=True))
     assert ("ragfair/lora", "rank:NFaiRR@10") in listed
     assert ("intersect/x", "rank:NFaiRR@10") not in listed  # its interval spans 0
@@ -184,16 +185,16 @@ def test_the_tables_tests_are_adjusted_as_one_family_and_a_nominal_reduction_is_
     cards = pd.DataFrame([{"checkpoint": n, "paper": n.split("/")[0], "kind": "encoder",
                            "rank:NFaiRR@10": float(np.mean(base + d))} for n, d in shifts.items()])
     units = pd.concat([_units(n, "rank:NFaiRR@10", base + d) for n, d in shifts.items()])
-    ch = measure.bias_change(cards, "minilm", units, **(BOOT | {"test_rounds": 9999})).set_index("checkpoint")
+    ch = changes.bias_change(cards, "minilm", units, **(BOOT | {"test_rounds": 9999})).set_index("checkpoint")
     assert ch["q_value"].to_numpy() == pytest.approx(stats.adjust_p(ch["p_value"], "bh"))  # 32 tests, one family
     assert (ch["significant"] == (ch["q_value"] <= 0.05)).all()
     w = ch.loc["ragfair/weak"]
     assert w["bias_change"] < 0 and w["ci_high"] < 0 and w["p_value"] < 0.05  # resolved, taken alone
     assert w["q_value"] > 0.05 and not w["significant"]  # ... but not among 32 tests
     assert ch.loc["ragfair/strong", "significant"]
-    assert measure.moved(ch.reset_index(), 5)["checkpoint"].tolist() == ["ragfair/strong"]
-    unadjusted = measure.bias_change(cards, "minilm", units, **(BOOT | {"test_rounds": 9999, "p_adjust": "none"}))
-    assert set(measure.moved(unadjusted, 5)["checkpoint"]) == {"ragfair/strong", "ragfair/weak"}
+    assert changes.moved(ch.reset_index(), 5)["checkpoint"].tolist() == ["ragfair/strong"]
+    unadjusted = changes.bias_change(cards, "minilm", units, **(BOOT | {"test_rounds": 9999, "p_adjust": "none"}))
+    assert set(changes.moved(unadjusted, 5)["checkpoint"]) == {"ragfair/strong", "ragfair/weak"}
 
 
 def test_rank_units_are_the_per_query_values_rank_means_averages():
@@ -272,11 +273,11 @@ def test_every_encoder_is_measured_at_one_truncation_whatever_it_was_saved_with(
         minilm.save(str(folder))
     finally:
         minilm.max_seq_length = own
-    assert measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
+    assert card_load.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
                                 max_seq_length=96).model.max_seq_length == 96  # saved length, for contrast
-    saved = measure.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
+    saved = card_load.load_encoder("data/models/ragcontrol/run", tmp_path, PARAMS.models, device="cpu", batch_size=4,
                                  max_seq_length=40)
-    base = measure.load_encoder("minilm", tmp_path, PARAMS.models, device="cpu", batch_size=4, max_seq_length=40)
+    base = card_load.load_encoder("minilm", tmp_path, PARAMS.models, device="cpu", batch_size=4, max_seq_length=40)
     assert saved.model.max_seq_length == base.model.max_seq_length == 40
     text = ["the engineer explained the design to her colleagues " * 12]  # about 110 tokens
     np.testing.assert_allclose(saved.encode(text), base.encode(text), atol=1e-6)
@@ -297,7 +298,7 @@ def test_a_checkpoint_that_kept_the_bases_bottom_gets_the_same_vectors_through_i
 
     from conftest import PARAMS
 
-    monkeypatch.setattr(measure, "_BOTTOMS", {})
+    monkeypatch.setattr(card_load, "_BOTTOMS", {})
     kept, changed = copy.deepcopy(minilm), copy.deepcopy(minilm)
     with torch.no_grad():
         kept[0].auto_model.encoder.layer[5].output.dense.bias += 0.05  # the top layer trained
@@ -307,7 +308,7 @@ def test_a_checkpoint_that_kept_the_bases_bottom_gets_the_same_vectors_through_i
     args = {"device": "cpu", "batch_size": 4, "max_seq_length": 40}
 
     def load(source):
-        return measure.load_encoder(source, tmp_path, PARAMS.models, **args)
+        return card_load.load_encoder(source, tmp_path, PARAMS.models, **args)
 
     full = load("data/models/ragfair/kept")  # no base loaded yet: in full
     assert type(full) is Encoder
@@ -317,7 +318,16 @@ def test_a_checkpoint_that_kept_the_bases_bottom_gets_the_same_vectors_through_i
     texts = ["the engineer explained the design to her colleagues " * 12, "A short one.", "The nurse was late."]
     fast.cache = full.cache = None  # measure the computation, not the store
     np.testing.assert_array_equal(fast.encode(texts), full.encode(texts))
-    assert isinstance(measure._BOTTOMS[("minilm", "cpu", 4, 40)]._by_depth[5], FrozenBottom)
+    assert isinstance(card_load._BOTTOMS[("minilm", "cpu", 4, 40)]._by_depth[5], FrozenBottom)
     load("minilm")
-    assert len(measure._BOTTOMS) == 1  # the base loaded again: its bottoms are kept, not copied
+    assert len(card_load._BOTTOMS) == 1  # the base loaded again: its bottoms are kept, not copied
     assert type(load("data/models/ragfair/changed")) is Encoder
+
+
+def test_the_cards_notebook_reaches_the_moved_functions_through_measure():
+    from biaslab.cards import load as card_load
+
+    assert measure.bias_change is changes.bias_change and measure.moved is changes.moved
+    assert measure.load_encoder is card_load.load_encoder and measure.load_probes is card_load.load_probes
+    with pytest.raises(AttributeError):
+        measure.not_a_function  # noqa: B018

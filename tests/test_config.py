@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from biaslab import config
+from biaslab import config, overrides
 from biaslab.config import ParamsError, load_params, validate
 
 from conftest import REPO
@@ -21,9 +21,9 @@ def test_repo_params_are_valid():
 
 def test_paper_scale_and_grid_configs_validate_when_merged():
     raw = fresh()
-    config._merge(raw, config.read_yaml(REPO / "configs" / "paper-scale.yaml"))
+    overrides._merge(raw, config.read_yaml(REPO / "configs" / "paper-scale.yaml"))
     validate(raw, "paper-scale")
-    config._merge(raw, config.read_yaml(REPO / "configs" / "ragfair-app61-grid.yaml"))
+    overrides._merge(raw, config.read_yaml(REPO / "configs" / "ragfair-app61-grid.yaml"))
     assert len(validate(raw, "grid").ragfair.train.runs) > 200
 
 
@@ -139,7 +139,7 @@ def test_stage_params_warn_when_the_kernel_hash_seed_differs(project, monkeypatc
 def test_apply_overrides_merges_keeps_comments_and_validates(tmp_path):
     target = tmp_path / "params.yaml"
     target.write_text((REPO / "params.yaml").read_text())
-    config.apply_overrides(REPO / "configs" / "paper-scale.yaml", target)
+    overrides.apply_overrides(REPO / "configs" / "paper-scale.yaml", target)
     p = load_params(target)
     assert p.common.device == "cuda" and p.models.allow_downloads is True
     assert p.common.seed == REPO_PARAMS["common"]["seed"]
@@ -148,7 +148,7 @@ def test_apply_overrides_merges_keeps_comments_and_validates(tmp_path):
     bad.write_text("ragfair:\n  seat:\n    n_samples: many\n")
     before = target.read_text()
     with pytest.raises(ParamsError, match="ragfair.seat.n_samples"):
-        config.apply_overrides(bad, target)
+        overrides.apply_overrides(bad, target)
     assert target.read_text() == before
 
 
@@ -157,7 +157,7 @@ def test_apply_overrides_keeps_float_spelling(tmp_path):
     target.write_text((REPO / "params.yaml").read_text())
     over = tmp_path / "over.yaml"
     over.write_text("intersect:\n  baselines:\n    learning_rate: 3.0e-5\n")
-    config.apply_overrides(over, target)
+    overrides.apply_overrides(over, target)
     assert load_params(target).intersect.baselines.learning_rate == 3.0e-5
     assert "learning_rate: 3.0e-5" in target.read_text()
 

@@ -1,5 +1,5 @@
 """Stage dependencies that cannot be incomplete: dvc.yaml lists every library module a stage runs (its notebook's
-imports, transitively, the runner and its params schemas), the raw data its readers read, and every params key its
+imports, transitively, and its params schemas, less the infrastructure), the raw data its readers read, and every params key its
 notebook reads."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from biaslab import deps, stages
+from biaslab import deps, notebook_params, stages
 
 from conftest import REPO
 
@@ -20,7 +20,7 @@ def test_every_stage_lists_what_it_runs():
 
 @pytest.mark.parametrize("stage", stages.all_stages(REPO))
 def test_every_params_key_a_notebook_reads_is_listed(stage):
-    assert deps.unlisted_reads(stage, REPO) == []
+    assert notebook_params.unlisted_reads(stage, REPO) == []
 
 
 def fake_project(tmp_path: Path) -> Path:
@@ -90,7 +90,7 @@ def test_static_params_reads_follow_aliases(tmp_path):
         "C = P.intersect.paragraphs.corpora[corpus]",
         "g(C.n_biased, P.llm)",
     ]))
-    assert deps.params_reads(nb) == {"intersect.train.epochs", "intersect.evaluate.k", "common.seed", "ragfair.seat",
+    assert notebook_params.params_reads(nb) == {"intersect.train.epochs", "intersect.evaluate.k", "common.seed", "ragfair.seat",
                                      "ragcontrol.train.runs", "intersect.paragraphs.corpora.*", "llm"}
 
 
@@ -98,19 +98,38 @@ def test_the_params_check_catches_an_unlisted_key(tmp_path):
     root = fake_project(tmp_path)
     nb = root / "notebooks" / "intersect" / "05_train.py"
     nb.write_text(nb.read_text() + "\nprint(P.intersect.evaluate.k)\n")
-    assert deps.unlisted_reads("intersect_train@" + stages.stage_members("intersect_train", root)[0].split("@")[1],
+    assert notebook_params.unlisted_reads("intersect_train@" + stages.stage_members("intersect_train", root)[0].split("@")[1],
                                root) == ["intersect.evaluate.k"]
 
 
-def test_compress_lists_a_package_folder_only_when_every_module_is_needed():
+def test_compress_lists_a_sub_package_as_its_folder_and_the_data_readers_one_by_one():
     lib = REPO / "lib" / "biaslab"
-    every_llm = {p for p in (lib / "llm").glob("*.py")}
-    assert deps.compress(every_llm | {lib / "io.py"}, REPO) == ["lib/biaslab/io.py", "lib/biaslab/llm"]
-    some = {lib / "llm" / "base.py", lib / "llm" / "__init__.py"}
-    assert deps.compress(some, REPO) == ["lib/biaslab/llm/__init__.py", "lib/biaslab/llm/base.py"]
+    some = {lib / "llm" / "base.py", lib / "llm" / "__init__.py", lib / "io.py"}
+    assert deps.compress(some, REPO) == ["lib/biaslab/io.py", "lib/biaslab/llm"]  # the package as a whole
+    readers = {lib / "data" / "__init__.py", lib / "data" / "seat.py"}  # data ships the manifest: file by file
+    assert deps.compress(readers, REPO) == ["lib/biaslab/data/__init__.py", "lib/biaslab/data/seat.py"]
+
+
+def test_infrastructure_is_in_no_closure_and_what_decides_bytes_is():
+    lib = REPO / "lib" / "biaslab"
+    needed = {f.relative_to(lib).as_posix() for f in deps.required_lib("ragfair_seat", REPO)}
+    assert not {"run.py", "stages.py", "config.py", "paths.py", "atomic.py", "usage.py"} & needed
+    assert {"io.py", "runtime.py", "embed/__init__.py", "ragfair/seat_audit.py", "ragfair/config.py"} <= needed
+    assert deps.is_infrastructure("biaslab.run") and not deps.is_infrastructure("biaslab.io")
+
+
+def test_compact_dvc_yaml_is_the_same_yaml():
+    import yaml
+
+    block = ("stages:\n  s:\n    params:\n      - a.b\n      - \"c.${item}\"\n    outs:\n      - r/x.csv:\n"
+             "          cache: false\n")
+    short = deps.compact(block)
+    assert yaml.safe_load(short) == yaml.safe_load(block)
+    assert "params: [a.b, \"c.${item}\"]" in short and "- r/x.csv: {cache: false}" in short
+    assert deps.compact(short) == short
 
 
 def test_parameter_cell_lists_every_name_of_the_stage():
-    cell = deps.parameter_cell("intersect_train@indic-srk4-C1", REPO)
+    cell = notebook_params.parameter_cell("intersect_train@indic-srk4-C1", REPO)
     assert cell.splitlines()[0] == 'run = "indic-srk4-C1"  # the member this notebook runs'
     assert "seed = ...  # common.seed" in cell and "max_triplets = ...  # intersect.train.max_triplets" in cell

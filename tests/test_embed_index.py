@@ -4,18 +4,18 @@ import numpy as np
 import pytest
 
 from biaslab import embed
-from biaslab.embed import (
+from biaslab.embed import Encoder, batching, fingerprint, tokens
+from biaslab.embed import cache as store
+from biaslab.embed.batching import (
     BIG_ROWS,
     PROBE_ROWS,
-    EmbeddingCache,
-    Encoder,
     batch_plan,
     filled,
-    fingerprint,
     length_batches,
     linear_shapes,
     row_independent,
 )
+from biaslab.embed.cache import EmbeddingCache
 from biaslab.index import DenseIndex
 from biaslab.usage import STATS_ENV, usage_summary
 
@@ -70,11 +70,11 @@ def test_a_text_no_length_cuts_is_stored_once_for_every_length_and_a_cut_text_pe
     np.testing.assert_array_equal(at_16[:4], at_256[:4])
     assert not np.array_equal(at_16[4], at_256[4])
     assert model.max_seq_length == 16  # the keys' token count leaves the model's length as it was
-    assert list(embed.read_lengths(model, [long, TEXTS[0]])) == [17, 7]  # one above the length: cut
+    assert list(tokens.read_lengths(model, [long, TEXTS[0]])) == [17, 7]  # one above the length: cut
     calls.clear()
     model.max_seq_length = 256  # back at 256: every vector stored, the long text's under its whole-text key
     assert np.array_equal(enc.encode(texts), at_256) and calls == []
-    hits, missing = embed.cached(enc.cache, model, [long, "never seen"])
+    hits, missing = store.cached(enc.cache, model, [long, "never seen"])
     assert missing == ["never seen"] and np.array_equal(hits[long], at_256[4])
     assert enc.fingerprint == Encoder(minilm, device="cpu", batch_size=64, cache=False).fingerprint
 
@@ -137,7 +137,7 @@ def test_a_short_text_alone_gets_the_vector_it_gets_beside_texts_of_its_own_leng
 
 
 def test_the_row_probe_holds_above_its_range_and_is_measured_once_per_machine(minilm, monkeypatch):
-    """embed.row_independent measures products of 1 to PROBE_ROWS rows on this machine and takes larger ones as
+    """row_independent measures products of 1 to PROBE_ROWS rows on this machine and takes larger ones as
     row-independent: checked here for MiniLM's layer shapes up to BIG_ROWS rows. The measurement is kept on disk."""
     import torch
 
@@ -152,8 +152,8 @@ def test_the_row_probe_holds_above_its_range_and_is_measured_once_per_machine(mi
             big = torch.nn.functional.linear(x, w)
             for r in (PROBE_ROWS + 1, 640, 1000, 2048, 3001, BIG_ROWS - 1):
                 assert torch.equal(torch.nn.functional.linear(x[:r], w), big[:r]), (in_dim, out_dim, r)
-    monkeypatch.setattr(embed, "_ROW_INDEPENDENT", {})
-    monkeypatch.setattr(embed, "_probe_rows", lambda *a: pytest.fail("measured again instead of read from disk"))
+    monkeypatch.setattr(batching, "_ROW_INDEPENDENT", {})
+    monkeypatch.setattr(batching, "_probe_rows", lambda *a: pytest.fail("measured again instead of read from disk"))
     np.testing.assert_array_equal(row_independent(shapes, "cpu"), safe)
 
 
@@ -199,16 +199,16 @@ def test_one_tokenization_gives_the_counts_and_the_ids_the_models_own_preprocess
     model.max_seq_length = 16
     long = "The engineer who fixed the old bridge over the river last winter " * 3
     texts = ["A cat.", long, "", "Ünïcode café — naïve résumé.", "The nurse was kind to everyone."]
-    read = embed.read_tokens(model, texts)
-    np.testing.assert_array_equal(read.counts, embed.read_lengths(model, texts))  # 17 for the cut text
+    read = tokens.read_tokens(model, texts)
+    np.testing.assert_array_equal(read.counts, tokens.read_lengths(model, texts))  # 17 for the cut text
     np.testing.assert_array_equal(read.lengths, np.minimum(read.counts, 16))
     ref = model.preprocess(texts)
     for i, n in enumerate(read.lengths):
         np.testing.assert_array_equal(read.ids[i], ref["input_ids"][i, :n].numpy())
         np.testing.assert_array_equal(read.types[i], ref["token_type_ids"][i, :n].numpy())
-    assert embed.read_tokens(model, []).ids is None
-    monkeypatch.setattr(embed, "READ_CHUNK", 2)  # a few texts per tokenizer call: the same counts and ids
-    chunked = embed.read_tokens(model, texts)
+    assert tokens.read_tokens(model, []).ids is None
+    monkeypatch.setattr(tokens, "READ_CHUNK", 2)  # a few texts per tokenizer call: the same counts and ids
+    chunked = tokens.read_tokens(model, texts)
     np.testing.assert_array_equal(chunked.counts, read.counts)
     assert all(np.array_equal(a, b) for a, b in zip(chunked.ids, read.ids, strict=True))
 
@@ -218,16 +218,18 @@ def test_vectors_from_the_ids_are_the_bits_the_encode_path_gives_and_a_mismatch_
     enc = Encoder(minilm, device="cpu", batch_size=64, cache=False)
     direct = enc.encode(texts)
     layers = enc.encode_layers(texts)
-    real = embed.read_tokens
-    monkeypatch.setattr(embed, "read_tokens", lambda m, t: embed.Read(*dataclasses.astuple(real(m, t))[:2]))
-    assert embed.read_tokens(minilm, texts).ids is None
+    real = tokens.read_tokens
+    counts_only = lambda m, t: tokens.Read(*dataclasses.astuple(real(m, t))[:2])  # noqa: E731
+    monkeypatch.setattr(tokens, "read_tokens", counts_only)
+    monkeypatch.setattr(embed, "read_tokens", counts_only)  # what the encoder calls
+    assert tokens.read_tokens(minilm, texts).ids is None
     np.testing.assert_array_equal(enc.encode(texts), direct)  # through SentenceTransformer.encode
     np.testing.assert_array_equal(enc.encode_layers(texts), layers)  # through the tokenizer's own call
     monkeypatch.undo()
     # a backend that reads other ids than the model's preprocessing (here: one token fewer) is not used
-    wrong = embed.direct_tokenizer(minilm, minilm.max_seq_length - 1)
-    monkeypatch.setattr(embed, "direct_tokenizer", lambda m, n: wrong)
-    assert embed.read_tokens(minilm, texts).ids is None
+    wrong = tokens.direct_tokenizer(minilm, minilm.max_seq_length - 1)
+    monkeypatch.setattr(tokens, "direct_tokenizer", lambda m, n: wrong)
+    assert tokens.read_tokens(minilm, texts).ids is None
     np.testing.assert_array_equal(enc.encode(texts), direct)
 
 
@@ -237,8 +239,8 @@ def test_the_direct_path_leaves_out_a_model_with_a_prompt(minilm):
     model = copy.deepcopy(minilm)
     model.prompts = {"query": "query: "}
     model.default_prompt_name = "query"
-    assert embed.direct_tokenizer(model, 128) is None and embed.read_tokens(model, ["A cat."]).ids is None
-    assert embed.direct_tokenizer(minilm, 128) is embed.direct_tokenizer(minilm, 128)  # one copy per length
+    assert tokens.direct_tokenizer(model, 128) is None and tokens.read_tokens(model, ["A cat."]).ids is None
+    assert tokens.direct_tokenizer(minilm, 128) is tokens.direct_tokenizer(minilm, 128)  # one copy per length
 
 
 def test_fingerprint_changes_with_the_weights(minilm):
@@ -298,11 +300,11 @@ def test_the_direct_path_reads_a_grown_vocabulary(minilm):
     import copy
 
     model = copy.deepcopy(minilm)
-    before = embed.direct_tokenizer(model, 128)
+    before = tokens.direct_tokenizer(model, 128)
     model.tokenizer.add_tokens(["zzqxword"])
-    after = embed.direct_tokenizer(model, 128)
+    after = tokens.direct_tokenizer(model, 128)
     assert after is not before
-    read = embed.read_tokens(model, ["a zzqxword here"])
+    read = tokens.read_tokens(model, ["a zzqxword here"])
     assert read.ids is not None
     assert read.ids[0].tolist() == model.preprocess(["a zzqxword here"])["input_ids"][0].tolist()
     assert len(model.tokenizer) - 1 in read.ids[0].tolist()

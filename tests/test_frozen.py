@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab import embed, frozen
-from biaslab.embed import Encoder
+from biaslab import frozen
+from biaslab.embed import Encoder, tokens
 from biaslab.frozen import shared_bottom_encoder
 from biaslab.ragcontrol import finetune
 
@@ -58,7 +58,7 @@ def test_the_bottom_tokenizes_each_text_once_and_its_states_equal_the_preprocess
     monkeypatch.setattr(base, "preprocess", lambda texts, *a, **k: calls.append(len(texts)) or own(texts, *a, **k))
     got = frozen.FrozenBottom(base, 4, batch_size=2).states(TEXTS)
     assert len(calls) == 1 and calls[0] <= 5  # read_tokens' check of its first and 4 longest texts, nothing else
-    monkeypatch.setattr(embed, "direct_tokenizer", lambda model, length: None)  # no direct path: preprocess per batch
+    monkeypatch.setattr(tokens, "direct_tokenizer", lambda model, length: None)  # no direct path: preprocess per batch
     ref = frozen.FrozenBottom(base, 4, batch_size=2).states(TEXTS)
     assert len(calls) > 2
     assert len(got) == len(ref) == len(TEXTS)
@@ -71,11 +71,11 @@ def test_the_bottom_reads_the_callers_tokens_instead_of_tokenizing_again(minilm,
     base.max_seq_length = 32
     tuned = _last2_model(base, seed=3)
     unique = list(dict.fromkeys(TEXTS))
-    read = embed.read_tokens(tuned, unique)  # as Encoder.encode reads the top model's missing texts for the store
+    read = tokens.read_tokens(tuned, unique)  # as Encoder.encode reads the top model's missing texts for the store
     full = Encoder(tuned, device="cpu", batch_size=2, cache=False).encode(unique)
     calls = []
-    own = embed.read_tokens
-    monkeypatch.setattr(embed, "read_tokens", lambda *a, **k: calls.append(1) or own(*a, **k))
+    own = tokens.read_tokens
+    monkeypatch.setattr(tokens, "read_tokens", lambda *a, **k: calls.append(1) or own(*a, **k))
     bottom = frozen.FrozenBottom(base, 4, batch_size=2)
     got = bottom.encode(tuned, unique, normalize=True, read=read)
     assert not calls  # no second tokenization of the same texts

@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from biaslab import forkkernel, run
 from biaslab import stages as stage_decl
 from biaslab.paths import copy_project
 
@@ -279,23 +278,37 @@ def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     root, dvc, _, _ = pipeline
     assert "Running stage" not in dvc("repro").stdout
     before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
-    # sampled permutation statistics and a training stage (no wall-clock may reach its outputs), rerun in fresh
-    # kernels: the first run forked most kernels from a warm interpreter (biaslab.forkkernel), so this also shows
-    # that forking changes no byte
-    first_kernels = {}
-    for record in run.read_timings(root.parent / "timings.jsonl"):
-        first_kernels.setdefault(record["stage"], record.get("kernel"))
-    assert first_kernels["intersect_train@indic-srk4-C1"] == "forked", first_kernels
+    # sampled permutation statistics and a training stage (no wall-clock may reach its outputs)
     for stage in ("ragfair_seat", "intersect_train@indic-srk4-C1"):
-        dvc("repro", "--force", "--single-item", stage, BIASLAB_FORK_KERNELS="0")
+        dvc("repro", "--force", "--single-item", stage)
     after = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
     assert [k for k in before if before[k] != after[k]] == []
     assert "Running stage" not in dvc("repro").stdout  # identical outputs leave every downstream stage current
 
 
-# a training stage with a folder output (the saved model) at tiny size: ≈ 3 s start-up, then ≈ 7 s of training at
-# ≈ 1.8 cores — the kill below lands inside it. (fairrank_train@1 was used before: the same checks, 2.5× the rerun.)
+def test_infrastructure_is_no_stage_dependency_and_computing_code_is(pipeline):
+    """Editing the runner or the atomic writes leaves every stage current (they decide no output's bytes: the
+    byte-for-byte reruns above show it); editing a module a stage computes with makes that stage stale."""
+    root, dvc, _, _ = pipeline
+    edited = {rel: (root / rel).read_text() for rel in ("lib/biaslab/run.py", "lib/biaslab/atomic.py",
+                                                         "lib/biaslab/intersect/splits.py")}
+    try:
+        for rel in ("lib/biaslab/run.py", "lib/biaslab/atomic.py"):
+            (root / rel).write_text(edited[rel] + "# an edit\n")
+        assert "changed" not in dvc("status").stdout.lower()
+        (root / "lib/biaslab/intersect/splits.py").write_text(edited["lib/biaslab/intersect/splits.py"] + "# an edit\n")
+        status = dvc("status").stdout
+        assert "intersect_splits@indic" in status and "ragfair_seat" not in status
+    finally:
+        for rel, text in edited.items():
+            (root / rel).write_text(text)
+    assert "Running stage" not in dvc("repro").stdout
+
+
+# a training stage with a folder output (the saved model) at tiny size: ≈ 1 s start-up, then ≈ 8 s in the training
+# cell, its first ≈ 6 s importing torch and sentence-transformers — the kill below lands inside it. (fairrank_train@1 was used before: the same checks, 2.5× the rerun.)
 KILLED_STAGE = "intersect_train@indic-srk4-C1"
+KILL_AFTER_CPU_S = 8.5
 
 
 def read_tree(root: Path, *rels: str) -> dict[str, bytes]:
@@ -310,9 +323,8 @@ def read_tree(root: Path, *rels: str) -> dict[str, bytes]:
 
 
 def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_same_bytes(pipeline):
-    """SIGKILL to `dvc repro` and its notebook kernel while the kernel trains (after 12 s of its own CPU time for a
-    fresh kernel, 2.5 s for one forked from a warm interpreter: past start-up and data loading, inside the training
-    cell); no output may be half there, and the next
+    """SIGKILL to `dvc repro` and its notebook kernel while the kernel trains (after ``KILL_AFTER_CPU_S`` of its own
+    CPU time: past start-up and data loading, inside the training cell); no output may be half there, and the next
     plain `dvc repro` completes with the bytes of the uninterrupted first run."""
     import signal
     import time
@@ -327,34 +339,26 @@ def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_
                              KILLED_STAGE], cwd=root, env=dvc.env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     def find_kernel():
-        """The stage's notebook kernel, once it runs (children come and go — git, the runner — so one that ends or
-        turns zombie while being read is skipped): a fresh kernel is the runner's child; a forked one is the child
-        that this repository's warm interpreter (biaslab.forkkernel) forked for the stage's launcher (the only
-        kernel running here now)."""
+        """The stage's notebook kernel (a child of the runner), once it runs; children come and go — git, the
+        runner — so one that ends or turns zombie while being read is skipped."""
         for child in psutil.Process(proc.pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 if "ipykernel" in " ".join(child.cmdline()):
-                    return child, "fresh"
-                if "biaslab.forkkernel" in child.cmdline():  # the launcher
-                    for server in forkkernel.servers(root):
-                        with contextlib.suppress(psutil.Error):
-                            for kernel in psutil.Process(server).children():
-                                if kernel.create_time() >= child.create_time():
-                                    return kernel, "forked"
-        return None, None
+                    return child
+        return None
 
-    kernel = kind = None
+    kernel = None
     try:
         deadline = time.monotonic() + 600
         while True:
             assert proc.poll() is None, "the stage finished before it could be killed"
             assert time.monotonic() < deadline, "no kernel trained within 10 minutes"
             if kernel is None:
-                kernel, kind = find_kernel()
-            # CPU seconds into the training cell: a fresh kernel first spends ≈ 8 s importing torch and the rest
-            # (a forked one has them already); the training itself takes ≈ 6 s at ≈ 1.8 cores
+                kernel = find_kernel()
+            # CPU seconds into the training cell: the kernel spends ≈ 7 s importing torch and sentence-transformers
+            # (the cell's first lines), then ≈ 2–3 s training and saving — about 10–13 s of CPU in all
             with contextlib.suppress(psutil.Error):
-                if kernel is not None and sum(kernel.cpu_times()[:2]) > {"fresh": 12, "forked": 2.5}[kind]:
+                if kernel is not None and sum(kernel.cpu_times()[:2]) > KILL_AFTER_CPU_S:
                     break
             time.sleep(0.1)
     finally:

@@ -3,7 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from biaslab.io import atomic_open, write_csv, write_json, write_text
+from biaslab.atomic import atomic_open
+from biaslab.io import write_csv, write_json, write_text
 
 
 def test_write_json_is_sorted_and_replaces(tmp_path):
@@ -54,7 +55,7 @@ def test_atomic_files_get_the_usual_mode(tmp_path):
 KILLED_WRITER = """
 import sys, time
 from pathlib import Path
-from biaslab.io import atomic_open
+from biaslab.atomic import atomic_open
 target, flag = Path(sys.argv[1]), Path(sys.argv[2])
 with atomic_open(target, "wb") as fh:
     fh.write(b"new" * 100_000)
@@ -71,7 +72,7 @@ def test_a_write_killed_by_sigkill_leaves_the_old_file_and_the_runner_removes_it
     import sys
     import time
 
-    from biaslab.io import remove_stale_temps
+    from biaslab.atomic import remove_stale_temps
 
     target, flag = tmp_path / "out" / "table.csv", tmp_path / "flag"
     write_text(target, "old,complete\n")

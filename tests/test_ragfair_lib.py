@@ -421,7 +421,7 @@ def test_head_mask_in_weights_equals_the_mask_gradient_hook(fresh_minilm):
 def test_app61_grid_has_the_papers_272_runs_and_the_committed_config_matches(tmp_path):
     import yaml
 
-    from biaslab import config
+    from biaslab import config, overrides
     from biaslab.ragfair import debias
 
     from conftest import REPO
@@ -432,8 +432,8 @@ def test_app61_grid_has_the_papers_272_runs_and_the_committed_config_matches(tmp
     assert {k: v for k, v in committed.items() if k in grid} == grid
     target = tmp_path / "params.yaml"
     target.write_text((REPO / "params.yaml").read_text())
-    config.apply_overrides(REPO / "configs/paper-scale.yaml", target)
-    config.apply_overrides(REPO / "configs/ragfair-app61-grid.yaml", target)
+    overrides.apply_overrides(REPO / "configs/paper-scale.yaml", target)
+    overrides.apply_overrides(REPO / "configs/ragfair-app61-grid.yaml", target)
     p = config.load_params(target)
     assert len(p.ragfair.train.runs) == 278 and len(p.ragfair.evaluate.checkpoints) == 11 and p.ragfair.evaluate.include_all_runs
     cfg = debias.method_config(p.ragfair.train, "lora-r16a32_wise-l3m0p75_alpha1p0_beta0p0001_tau0p07")

@@ -149,13 +149,13 @@ def test_timings_are_logged_outside_the_outputs_and_tabulated(tmp_path):
                 nbformat.v4.new_code_cell("plot()", metadata={"papermill": {"duration": None}})]
     log = tmp_path / "t" / "timings.jsonl"
     run.record_timings(log, "a@x", nb, wall=20.0, top=1)
-    run.record_timings(log, "b", nb, wall=15.0, embeddings={"unique": 40, "hits": 30}, peak_mb=812.4, kernel="forked")
+    run.record_timings(log, "b", nb, wall=15.0, embeddings={"unique": 40, "hits": 30}, peak_mb=812.4)
     first = json.loads(log.read_text().splitlines()[0])
     assert first == {"stage": "a@x", "wall_s": 20.0, "outside_cells_s": 5.5,
                      "slowest_cells": [{"cell": 2, "seconds": 10.5, "source": "train()"}]}
     table = run.summarise_timings(log, cells=2).splitlines()
     assert "a@x" in table[1] and "10.5s train()" in table[1] and "4.0s import torch" in table[2]
-    assert "30/40" in table[3] and table[2].split()[2:4] == ["812", "forked"]
+    assert "30/40" in table[3] and table[2].split()[2:4] == ["812", "30/40"]
     assert table[-1].split()[0] == "35.0" and "2 runs" in table[-1] and "30/40 distinct texts were hits (75%)" in table[-1]
     log.write_text("not json\n")
     with pytest.raises(ValueError, match="line 1: not a timings record"):

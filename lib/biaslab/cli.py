@@ -64,7 +64,8 @@ def _cmd_models(args) -> int:
 
 
 def _cmd_params(args) -> int:
-    from .config import apply_overrides, load_params
+    from .config import load_params
+    from .overrides import apply_overrides
 
     if args.apply:
         print(f"merged {args.apply} into {apply_overrides(args.apply)}")
@@ -176,20 +177,21 @@ def _cmd_claims(args) -> int:
 def _cmd_card(args) -> int:
     import json
 
-    from .cards import measure
+    from .cards import changes as card_changes
+    from .cards import load, measure
     from .config import load_params
     from .paths import repo_root
 
     root = repo_root()
     P = load_params(sections=["common", "data", "models", "ragfair", "fairrank", "cards"])
     try:
-        probes = measure.load_probes(root, P)
+        probes = load.load_probes(root, P)
     except FileNotFoundError as err:
         print(f"biaslab card: {err}", file=sys.stderr)
         return 2
 
     def card_of(source: str) -> measure.Card:
-        enc = measure.load_encoder(source, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
+        enc = load.load_encoder(source, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
                                    max_seq_length=P.cards.max_seq_length)
         return measure.encoder_card(enc, source, probes)
 
@@ -198,7 +200,7 @@ def _cmd_card(args) -> int:
     U = P.common.uncertainty
     changes = None
     if against.lower() != "none" and against != args.model:
-        changes = measure.compare(card, args.model, card_of(against), against, rounds=U.rounds,
+        changes = card_changes.compare(card, args.model, card_of(against), against, rounds=U.rounds,
                                   confidence=U.confidence, seed=P.common.seed, test_rounds=P.cards.permutation_rounds,
                                   p_adjust=P.cards.p_adjust).set_index("measure")
     if args.json:
@@ -217,7 +219,7 @@ def _cmd_card(args) -> int:
               f"({P.cards.p_adjust}-adjusted over this comparison's tests: q) where the measure has them; 'noise' = "
               "inside the arithmetic noise band, 'unresolved' = the interval includes 0 or q > "
               f"{1 - U.confidence:.2f}")
-    flat = measure.unresolved(changes) if changes is not None else None  # indexed by measure, as changes
+    flat = card_changes.unresolved(changes) if changes is not None else None  # indexed by measure, as changes
     for k, v in card.summary.items():
         how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
         line = f"  {k:<{width}}  {v:>10.4f}  {how:<16}"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import io
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -45,7 +44,6 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-# ----------------------------------------------------------------------------------------- common
 class Uncertainty(Section):
     """How every headline number's interval is computed (``biaslab.stats``)."""
 
@@ -67,7 +65,6 @@ class Common(Section):
         return v
 
 
-# ------------------------------------------------------------------------------------------- data
 DATASETS = (
     "seat",
     "indibias",
@@ -92,7 +89,6 @@ class Data(Section):
     allow_online: bool  # download from the official location when no mirror is configured
 
 
-# ----------------------------------------------------------------------------------------- models
 class Models(Section):
     """How logical model names resolve to weights (``biaslab.models``)."""
 
@@ -101,7 +97,6 @@ class Models(Section):
     local_dirs: dict[str, str]  # logical name -> folder with weights
 
 
-# -------------------------------------------------------------------------------------------- llm
 class OpenAIParams(Section):
     base_url: str
     model: str
@@ -120,7 +115,6 @@ class LLM(Section):
     openai: OpenAIParams
 
 
-# -------------------------------------------------------------------------------------------- report
 class Report(Section):
     """The reproduction report (``biaslab.report``): which papers, in which order."""
 
@@ -238,46 +232,6 @@ def load_params(path: str | os.PathLike | None = None, sections: Iterable[str] |
     return validate(read_yaml(path), str(path), sections)
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
-
-
-def apply_overrides(overrides_file: str | os.PathLike, params_file: str | os.PathLike | None = None) -> Path:
-    """Merge the keys of ``overrides_file`` into params.yaml (comments kept), after validating the result.
-
-    Used to switch to the documented paper-scale configuration: ``biaslab params --apply
-    configs/paper-scale.yaml``. Nothing is written when the merged parameters are invalid."""
-    from ruamel.yaml import YAML
-
-    from .io import atomic_open
-
-    target = Path(params_file) if params_file else params_path()
-    override = read_yaml(overrides_file)
-    merged = read_yaml(target)
-    _merge(merged, override)
-    validate(merged, f"{target} merged with {overrides_file}")
-    rt = YAML()
-    rt.preserve_quotes = True
-    doc = rt.load(target.read_text(encoding="utf-8"))
-    # merge the override's round-trip nodes, so scalars keep their spelling (ruamel would re-emit a float 2e-5
-    # as ``2e-05``, which YAML 1.1 readers take for a string)
-    _merge(doc, rt.load(Path(overrides_file).read_text(encoding="utf-8")))
-    buf = io.StringIO()
-    rt.dump(doc, buf)
-    written = yaml.safe_load(buf.getvalue())
-    if written != merged:
-        raise ParamsError(f"merging {overrides_file} into {target} would not round-trip through YAML; "
-                          "write the override values in plain YAML (e.g. 2.0e-5, not 2e-5)")
-    with atomic_open(target) as fh:
-        fh.write(buf.getvalue())
-    return target
-
-
-# ------------------------------------------------------------------------------ notebook parameter names
 def _schema_at(dotted: str) -> Any:
     """The schema type at a dotted key: a Section class for a section, else the field's annotation."""
     parts = dotted.split(".")

@@ -1,13 +1,18 @@
-"""Stage dependencies that cannot be incomplete: derived from what each stage actually runs.
+"""Stage dependencies that cannot be incomplete: derived from what each stage actually computes with.
 
-A stage runs ``python -m biaslab.run`` (``biaslab/run.py``) on its notebook, which imports ``biaslab`` modules,
-which import others, and validates the params sections it reads with ``biaslab.<paper>.config``. The library
-files a stage depends on are therefore the transitive closure, *within biaslab*, of the imports of its notebook and
-of the runner — every ``import`` statement counts, including those inside functions (a conservative reading:
-a lazily imported module is a dependency as soon as the stage can reach it) — plus the schema modules of the
-params sections it lists, plus the package files a module in it reads (``PACKAGE_DATA``: the data manifest). A
-data reader module in that closure (one with a ``DATASET`` constant) adds its raw data folder
-``data/raw/<dataset>``.
+A stage's notebook imports ``biaslab`` modules, which import others, and validates the params sections it reads
+with ``biaslab.<paper>.config``. The library files a stage depends on are the transitive closure, *within
+biaslab*, of its notebook's imports — every ``import`` statement counts, including those inside functions (a
+conservative reading: a lazily imported module is a dependency as soon as the stage can reach it) — plus the
+schema modules of the params sections it lists, plus the package files a module in it reads (``PACKAGE_DATA``:
+the data manifest). A data reader module in that closure (one with a ``DATASET`` constant) adds its raw data
+folder ``data/raw/<dataset>``.
+
+``INFRASTRUCTURE`` is left out of every closure: the runner and the code that only moves a stage's work around
+(reading params.yaml and dvc.yaml, paths, atomic renames, timing logs, the command line, sweeps). It decides
+no output's bytes — the integration test reruns stages and compares outputs byte for byte — so editing it leaves
+every stage current. What decides bytes stays in: the file formats (``biaslab.io``), seeding
+(``biaslab.runtime``), the computations.
 
 ``biaslab deps --check`` compares every stage of dvc.yaml with that closure (the test suite runs it);
 ``biaslab deps --write`` rewrites the ``lib/`` entries of each stage's ``deps`` in dvc.yaml (comments kept), listing
@@ -19,17 +24,22 @@ and enforced at run time by ``config.StageParams``.
 from __future__ import annotations
 
 import ast
-import functools
+import io
+import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import config, stages
+from . import config, notebook_params, stages
 from .paths import repo_root
 
 PACKAGE = "biaslab"
 # Files shipped inside the package that a module reads (not imports): they are dependencies of every stage that
 # runs the module. Keep this beside any new ``importlib.resources`` read.
 PACKAGE_DATA = {"data/fetch.py": ("data/manifest.json",)}
+# Modules that run stages but decide none of their outputs (see the module docstring): never a stage dependency.
+INFRASTRUCTURE = frozenset({"run", "stages", "config", "overrides", "paths", "atomic", "usage", "deps", "notebook_params",
+                            "cli", "sweep"})
 
 
 def lib_root(root: Path) -> Path:
@@ -101,8 +111,14 @@ def closure(files: Iterable[Path], root: Path) -> set[Path]:
         if f in seen:
             continue
         seen.add(f)
-        todo += [module_file(m, root) for m in imported_modules(f, root)]
+        todo += [module_file(m, root) for m in imported_modules(f, root) if not is_infrastructure(m)]
     return {f for f in seen if f.is_relative_to(lib_root(root))}
+
+
+def is_infrastructure(module: str) -> bool:
+    """Whether ``biaslab.x`` (or a module inside it) is in :data:`INFRASTRUCTURE`."""
+    parts = module.split(".")
+    return len(parts) > 1 and parts[0] == PACKAGE and parts[1] in INFRASTRUCTURE
 
 
 def _datasets_of(path: Path) -> set[str]:
@@ -119,9 +135,10 @@ def stage_sections(stage: str, root: Path) -> list[str]:
 
 
 def required_lib(stage: str, root: Path | None = None) -> set[Path]:
-    """The library files ``stage`` runs: runner + notebook imports + the schemas of its params sections."""
+    """The library files ``stage`` computes with: its notebook's imports and the schemas of its params sections,
+    less :data:`INFRASTRUCTURE`."""
     root = root or repo_root()
-    seeds = [lib_root(root) / "run.py", stages.stage_notebook(stage, root)]
+    seeds = [stages.stage_notebook(stage, root)]
     for section in stage_sections(stage, root):
         if section not in config.SHARED:
             seeds.append(lib_root(root) / section / "config.py")
@@ -145,21 +162,21 @@ def _covers(dep: str, path: str) -> bool:
 
 
 def compress(files: set[Path], root: Path) -> list[str]:
-    """Repository-relative entries for ``files``: a package folder when every ``.py`` file under it is needed —
-    except a folder that ships package data (``PACKAGE_DATA``): its modules stay listed one by one, so a new module
-    there does not make every stage that reads the data stale, and the data file stays visible."""
+    """Repository-relative entries for ``files``: a sub-package of ``biaslab`` (a paper's package, ``metrics``,
+    ``llm``, ...) is listed as its folder as soon as the stage computes with any module of it — a paper's stages
+    depend on the paper's package as a whole. The modules directly under ``biaslab`` stay listed one by one, and
+    so do those of a folder that ships package data (``PACKAGE_DATA``: ``biaslab.data``), so a stage that reads
+    one data set does not go stale when another data set's reader changes."""
     lib = lib_root(root)
-    needed = {f.relative_to(root).as_posix() for f in files}
-    out: set[str] = set(needed)
     data_dirs = {(lib / d).parent for files_ in PACKAGE_DATA.values() for d in files_}
-    for pkg in sorted({p for f in files for p in f.parents if p != lib and p.is_relative_to(lib) and p not in data_dirs},
-                      key=lambda p: len(p.parts)):
-        all_py = {f.relative_to(root).as_posix() for f in pkg.rglob("*.py") if "__pycache__" not in f.parts}
-        rel = pkg.relative_to(root).as_posix()
-        if all_py and all_py <= needed:
-            out -= all_py
-            out = {o for o in out if not o.startswith(rel + "/")}
-            out.add(rel)
+    out: set[str] = set()
+    for f in files:
+        rel = f.relative_to(lib)
+        top = lib / rel.parts[0]
+        if len(rel.parts) > 1 and top not in data_dirs:
+            out.add(top.relative_to(root).as_posix())
+        else:
+            out.add(f.relative_to(root).as_posix())
     return sorted(out)
 
 
@@ -194,7 +211,7 @@ def write(root: Path | None = None) -> Path:
     """Rewrite the ``lib/`` entries (and add missing raw-data entries) of every stage's deps in dvc.yaml."""
     from ruamel.yaml import YAML
 
-    from .io import atomic_open
+    from .atomic import atomic_open
 
     root = root or repo_root()
     path = root / "dvc.yaml"
@@ -217,156 +234,44 @@ def write(root: Path | None = None) -> Path:
         missing = sorted({d for m in members for d in required_data(m, required_lib(m, root), root)
                           if not any(_covers(x, d) or _covers(d, x) for x in stages.deps(m, root))})
         spec["deps"] = [*notebook, *entries, *rest, *missing]
+    _block_style(doc)
+    text = io.StringIO()
+    rt.dump(doc, text)
     with atomic_open(path) as fh:
-        rt.dump(doc, fh)
+        fh.write(compact(text.getvalue()))
     return path
 
 
-# ------------------------------------------------------------------------------ params a notebook reads
-def _chain(node: ast.AST) -> list[str] | None:
-    """``['P', 'a', 'b', '[k]']`` for ``P.a.b["k"]`` (``[*]`` for a subscript chosen at run time); None when the
-    chain does not start at a name."""
-    parts: list[str] = []
-    while True:
-        if isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        elif isinstance(node, ast.Subscript):
-            constant = isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
-            parts.append(f"[{node.slice.value}]" if constant else "[*]")
-            node = node.value
-        elif isinstance(node, ast.Name):
-            parts.append(node.id)
-            return parts[::-1]
-        else:
-            return None
+def _block_style(node) -> None:
+    """Every mapping and sequence under ``node`` in block style (what :func:`compact` starts from)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(node, (CommentedMap, CommentedSeq)):
+        node.fa.set_block_style()
+        for child in node.values() if isinstance(node, CommentedMap) else node:
+            _block_style(child)
 
 
-@functools.cache
-def _schema_keys() -> frozenset[str]:
-    """Every dotted schema path (fields of sections; dict values are opaque) — to cut a chain where it leaves the
-    params (``P.ragfair.train.runs.items`` reads ``ragfair.train.runs``)."""
-    from pydantic import BaseModel
+def compact(text: str, width: int = 118) -> str:
+    """dvc.yaml in the project's layout: an output's ``cache: false`` on its own line (``- path: {cache: false}``)
+    and a stage's ``params`` as one flow list wrapped at ``width`` — the same YAML, a third of the lines."""
+    text = re.sub(r"^( +- [^\n]+:)\n +cache: false$", r"\1 {cache: false}", text, flags=re.M)
 
-    out: set[str] = set()
-
-    def walk(model, prefix):
-        for name, field in model.model_fields.items():
-            key = f"{prefix}{name}"
-            out.add(key)
-            t = field.annotation
-            if isinstance(t, type) and issubclass(t, BaseModel):
-                walk(t, key + ".")
-
-    for section in ("common", "data", "models", "llm", *_paper_sections()):
-        out.add(section)
-        walk(config.section_model(section), section + ".")
-    return frozenset(out)
-
-
-def _paper_sections() -> list[str]:
-    lib = Path(__file__).parent
-    return sorted(p.parent.name for p in lib.glob("*/config.py"))
-
-
-def _key(parts: list[str]) -> str | None:
-    """The params key a chain of parts (below the root) reads: the longest schema path, extended by one item
-    when it indexes a dict-valued key (``corpora["indic"]``, or ``corpora.*`` for an index chosen at run time)."""
-    keys = _schema_keys()
-    best = None
-    for i, part in enumerate(parts):
-        if part.startswith("["):
-            if best is not None and ".".join(parts[:i]) == best and _is_mapping(best):
-                return f"{best}.{part[1:-1]}"
-            break
-        k = ".".join(parts[: i + 1])
-        if k not in keys:
-            break
-        best = k
-    return best
-
-
-def params_reads(notebook: Path) -> set[str]:
-    """The params keys a notebook reads, found statically: maximal attribute chains on the object returned by
-    ``config.stage_params`` (conventionally ``P``) and on aliases of its sections (``T = P.intersect.train``); an
-    alias used whole (``f(S)``) reads its whole key."""
-    tree = ast.parse(notebook.read_text(encoding="utf-8"))
-    roots: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            ch = _chain(node.value.func)
-            if ch and ch[-1] == "stage_params":
-                roots.update({t.id: [] for t in node.targets if isinstance(t, ast.Name)})
-
-    def key_of(chain: list[str]) -> str | None:
-        return _key(roots[chain[0]] + chain[1:]) if chain[0] in roots else None
-
-    # aliases: Name = <chain on a root> (also T, E = P.a, P.b), in source order
-    alias_values: set[int] = set()
-    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
-        pairs: list[tuple[ast.AST, ast.AST]] = []
-        for t in node.targets:
-            if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(t.elts) == len(node.value.elts):
-                pairs += list(zip(t.elts, node.value.elts, strict=True))
+    def params(m: re.Match) -> str:
+        indent, items = m.group(1), re.findall(r"^ +- (.+)$", m.group(2), flags=re.M)
+        lines, line = [], f"{indent}params: ["
+        for i, item in enumerate(items):
+            quoted = item[:1] in "\"'" and item[:1] == item[-1:]
+            item = json.dumps(item) if not quoted and re.search(r"[{}\[\],#&*!|>'\"%@`]", item) else item  # quoted where flow needs it
+            piece = item + ("]" if i == len(items) - 1 else ",")
+            if len(line) + 1 + len(piece) > width and not line.endswith("["):
+                lines.append(line)
+                line = f"{indent}  {piece}"
             else:
-                pairs.append((t, node.value))
-        for t, v in pairs:
-            ch = _chain(v)
-            if isinstance(t, ast.Name) and ch and ch[0] in roots and len(ch) > 1:
-                k = key_of(ch)
-                if k is not None and not _is_leaf(k) and "[" not in "".join(ch):
-                    roots[t.id] = roots[ch[0]] + ch[1:]
-                    alias_values.add(id(v))
-    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Subscript))}
-    reads: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in inner or id(node) in alias_values:
-            continue
-        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Store):
-            ch = _chain(node)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and roots.get(node.id):
-            ch = [node.id]  # an alias used whole
-        else:
-            continue
-        if ch and ch[0] in roots:
-            k = key_of(ch)
-            if k is not None:
-                reads.add(k)
-    return reads
+                line += piece if line.endswith("[") else " " + piece
+        return "\n".join([*lines, line]) + "\n"
 
-
-def _is_leaf(key: str) -> bool:
-    from pydantic import BaseModel
-
-    t = config._schema_at(key)
-    return not (isinstance(t, type) and issubclass(t, BaseModel))
-
-
-def _is_mapping(key: str) -> bool:
-    t = config._schema_at(key)
-    return getattr(t, "__origin__", None) is dict
-
-
-def unlisted_reads(stage: str, root: Path | None = None) -> list[str]:
-    """Keys the stage's notebook reads (statically) that its params in dvc.yaml do not cover."""
-    root = root or repo_root()
-    listed = tuple(stages.stage_params(stage, root))
-    nb = stages.stage_notebook(stage, root)
-    return sorted(k for k in params_reads(nb) if not (
-        config._covered(k, listed) or (k.endswith(".*") and config._leads_to(k[:-2], listed))))
-
-
-# ------------------------------------------------------------------------------ a notebook's parameters cell
-def parameter_cell(stage: str, root: Path | None = None) -> str:
-    """The ``parameters`` cell a stage's notebook should have: its member names (from the stage's ``cmd``) with a
-    default member, then every flattened params name set to ``...`` (= the params.yaml value), one per line with
-    the dotted key it carries (papermill parses one assignment per line)."""
-    root = root or repo_root()
-    lines = [f"{k} = \"{v}\"  # the member this notebook runs" for k, v in stages.stage_sets(stage, root).items()]
-    lines += ["# `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill",
-              "# -p or with `biaslab run STAGE --set name=value` to override it."]
-    lines += [f"{name} = ...  # {dotted}" for name, dotted in config.leaf_names(stages.stage_params(stage, root)).items()]
-    return "\n".join(lines)
+    return re.sub(r"^( +)params:\n((?:\1  - [^\n:]+\n)+)", params, text, flags=re.M)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,12 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cell", metavar="STAGE", help="print the parameters cell the stage's notebook should have")
     args = ap.parse_args(argv)
     if args.cell:
-        print(parameter_cell(args.cell))
+        print(notebook_params.parameter_cell(args.cell))
         return 0
     if args.write:
         print(f"rewrote {write()}")
     found = check() + [f"{s}: reads params {k} but does not list it" for s in stages.all_stages()
-                       for k in unlisted_reads(s)]
+                       for k in notebook_params.unlisted_reads(s)]
     for line in found:
         print(line, file=sys.stderr)
     if not found:

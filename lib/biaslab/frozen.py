@@ -10,7 +10,7 @@ Four users, one mechanism (and one store, :class:`StateBank`: per text its state
   layer n − k serve every one of them (:class:`FrozenBottom`, :func:`shared_bottom_encoder`;
   ``ragcontrol.retrieval.study``). Encoding then costs k / n of a full pass. Sharing is checked, not assumed: a
   model whose bottom differs from the base in any bit, or that tokenizes otherwise, is refused.
-* the bias cards (``biaslab.cards.measure.load_encoder``): every checkpoint that kept the base encoder's bottom
+* the bias cards (``biaslab.cards.load.load_encoder``): every checkpoint that kept the base encoder's bottom
   (found by :func:`shared_depth`: ragfair's WiSE-FT runs, ragcontrol's last-k runs) encodes the cards' texts on
   the base's states of it (:class:`Bottoms`).
 * fairrank's cross-encoder re-rankers (``fairrank.train.trainable_layers``): the bottom's states of every
@@ -59,7 +59,7 @@ def bottom_states(hf_model, inputs: Callable[[np.ndarray], dict], lengths: Seque
     ``hf_model`` (eval mode, no gradient), for ``len(lengths)`` items (texts, or query–passage pairs).
     ``inputs(idx)`` returns the model's input tensors (ids, attention mask, token types; other entries are ignored)
     for the items ``idx`` (an index array), padded for one batch. Items are batched longest first by ``lengths``,
-    or as ``batches`` says (index arrays; an index may repeat — :func:`biaslab.embed.filled` —, its states are the
+    or as ``batches`` says (index arrays; an index may repeat — :func:`biaslab.embed.batching.filled` —, its states are the
     same)."""
     import torch
 
@@ -130,11 +130,12 @@ class FrozenBottom:
         """The bottom's states of ``texts`` (computed for the ones not seen yet), in batches of equal token count
         filled to a row-independent product, as :class:`biaslab.embed.Encoder` batches: no padding, so the states and
         the embeddings built on them are the full forward pass's, bit for bit. The texts are tokenized once
-        (:func:`biaslab.embed.read_tokens`: the batch plan and the ids the layers read) — or not at all when the
+        (:func:`biaslab.embed.tokens.read_tokens`: the batch plan and the ids the layers read) — or not at all when the
         caller passes ``read``, their ``read_tokens`` under a model that :meth:`shares` the bottom (so reads them
         as the base does) —, by the base's own preprocessing per batch only where that direct path does not
         apply."""
-        from .embed import batch_plan, model_row_independent, read_inputs, read_tokens
+        from .embed.batching import batch_plan, model_row_independent
+        from .embed.tokens import read_inputs, read_tokens
 
         texts = list(texts)
         first: dict[str, int] = {}
@@ -165,7 +166,7 @@ class FrozenBottom:
         texts)`` when the caller has it (:meth:`states`)."""
         import torch
 
-        from .embed import batch_plan, model_row_independent
+        from .embed.batching import batch_plan, model_row_independent
         from .runtime import progress
 
         if not self.shares(st_model):
@@ -198,8 +199,8 @@ class FrozenBottom:
 
 def _reads_alike(a, b) -> bool:
     """Whether two sentence-transformers models turn a text into the same ids: the same maximum length and the same
-    tokenizer (:func:`biaslab.embed.tokenizer_spec`)."""
-    from .embed import tokenizer_spec
+    tokenizer (:func:`biaslab.embed.tokens.tokenizer_spec`)."""
+    from .embed.tokens import tokenizer_spec
 
     return (getattr(a, "max_seq_length", None) == getattr(b, "max_seq_length", None)
             and tokenizer_spec(getattr(a, "tokenizer", None)) == tokenizer_spec(getattr(b, "tokenizer", None)))
@@ -274,7 +275,7 @@ class Bottoms:
 
 def save_npz(path, **arrays: np.ndarray) -> None:
     """``np.savez`` written atomically (a temporary file, then renamed)."""
-    from .io import atomic_path
+    from .atomic import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **arrays)

@@ -178,6 +178,22 @@ def load_sentence_transformer(model_dir: str | os.PathLike, device: str):
     return SentenceTransformer(str(_folder(model_dir)), device=select_device(device), local_files_only=True)
 
 
+def new_head_classifier(model_dir: str | os.PathLike, **kwargs):
+    """``AutoModelForSequenceClassification`` on an encoder's folder with a newly initialised head (``kwargs``:
+    ``num_labels``, ``problem_type``). transformers' load report, which lists the head's weights as missing, is
+    silenced: a new head is the point, and the report lists those keys in a set's order, which varies with the
+    process's hash seed, so an executed notebook that printed it would change between equal runs."""
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(str(model_dir), **kwargs)
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 def causal_lm_dir(name: str, folder: Path, settings: Settings) -> Path:
     """A transformers-loadable folder for the causal LM ``name`` resolved to ``folder``: GGUF packages are
     dequantised once and cached; anything else is returned as is."""

@@ -23,7 +23,7 @@ def set_style(context: str = "notebook") -> None:
 def save_figure(fig, path: str | os.PathLike, *, caption: str | None = None) -> Path:
     """Save ``fig`` atomically (format from the suffix); a caption goes under the axes when given.
     PNG metadata is fixed so identical figures give identical files."""
-    from .io import atomic_path
+    from .atomic import atomic_path
 
     if caption:
         fig.text(0.01, -0.02, caption, ha="left", va="top", fontsize="small", wrap=True)

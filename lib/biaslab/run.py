@@ -38,8 +38,9 @@ from typing import Any
 
 import yaml
 
-from . import config, forkkernel, stages, usage
-from .io import remove_stale_temps, write_text
+from . import config, stages, usage
+from .atomic import remove_stale_temps
+from .io import write_text
 from .paths import cache_dir, repo_root
 
 KERNEL_NAME = "biaslab-python"
@@ -64,13 +65,12 @@ def parameter_names(nb) -> set[str]:
 
 
 def ensure_kernel() -> Path:
-    """A kernelspec that runs the current interpreter, in a private Jupyter data folder. Its launcher
-    (``biaslab.forkkernel``) forks the kernel from a warm interpreter of the same environment when there is one,
-    and is a fresh ``ipykernel_launcher`` otherwise."""
+    """A kernelspec that runs the current interpreter (an ordinary ``ipykernel`` kernel), in a private Jupyter
+    data folder, so a stage never runs in a stray user-level kernelspec's environment."""
     root = cache_dir() / "jupyter"
     spec_dir = root / "kernels" / KERNEL_NAME
     spec = {
-        "argv": [sys.executable, "-m", "biaslab.forkkernel", "-f", "{connection_file}"],
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "biaslab (project interpreter)",
         "language": "python",
         "metadata": {"debugger": False},
@@ -151,19 +151,16 @@ def peak_rss_mb() -> float:
 
 
 def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5, embeddings: dict | None = None,
-                   peak_mb: float | None = None, kernel: str | None = None) -> None:
+                   peak_mb: float | None = None) -> None:
     """Append one JSON line: the stage's wall time, the time outside its cells (kernel start-up, papermill), its
-    ``top`` slowest cells, its embedding-cache use (:func:`biaslab.usage.usage_summary`), its peak resident
-    memory (:func:`peak_rss_mb`) and how its kernel started (``"forked"`` from a warm interpreter or ``"fresh"``,
-    :mod:`biaslab.forkkernel`). Appending a line is atomic enough for a log; it is never an output of a stage."""
+    ``top`` slowest cells, its embedding-cache use (:func:`biaslab.usage.usage_summary`) and its peak resident
+    memory (:func:`peak_rss_mb`). Appending a line is atomic enough for a log; it is never an output of a stage."""
     cells = cell_timings(nb)
     record = {"stage": stage, "wall_s": round(wall, 2),
               "outside_cells_s": round(wall - sum(c["seconds"] for c in cells), 2),
               "slowest_cells": sorted(cells, key=lambda c: -c["seconds"])[:top]}
     if peak_mb is not None:
         record["peak_rss_mb"] = peak_mb
-    if kernel is not None:
-        record["kernel"] = kernel
     if embeddings is not None:
         record["embeddings"] = embeddings
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,9 +192,9 @@ def summarise_timings(path: str | Path, cells: int = 1) -> str:
         rate = f"{emb['hits']:>6}/{emb['unique']:<6}" if emb.get("unique") else f"{'':13}"
         slow = "; ".join(f"{c['seconds']:.1f}s {c['source']}" for c in r["slowest_cells"][:cells])
         peak = f"{r['peak_rss_mb']:8.0f}" if r.get("peak_rss_mb") is not None else f"{'':8}"
-        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f} {peak} {r.get('kernel', ''):<6} {rate} "
+        lines.append(f"{r['wall_s']:8.1f} {r['outside_cells_s']:8.1f} {peak} {rate} "
                      f"{r['stage']:<40} {slow}")
-    head = (f"{'wall s':>8} {'start s':>8} {'peak MB':>8} {'kernel':<6} {'cache hits':<13} {'stage':<40} "
+    head = (f"{'wall s':>8} {'start s':>8} {'peak MB':>8} {'cache hits':<13} {'stage':<40} "
             "slowest cell(s)")
     rate = f"; embedding cache: {hits}/{unique} distinct texts were hits ({hits / unique:.0%})" if unique else ""
     return "\n".join([head, *lines, f"{total:8.1f}  total over {len(lines)} runs{rate}"])
@@ -254,10 +251,8 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     tmp_out = tmp_dir / out.name
     timings = os.environ.get("BIASLAB_TIMINGS")
     stats_file = tmp_dir / "embedding_usage.jsonl"
-    rusage_file = tmp_dir / "kernel_rusage.json"
-    if timings:  # the kernel's encoders log their cache hits there; a forked kernel's server its peak memory
+    if timings:  # the kernel's encoders log their cache hits there
         os.environ[usage.STATS_ENV] = str(stats_file)
-        os.environ[forkkernel.RUSAGE_ENV] = str(rusage_file)
     started = time.perf_counter()
     try:
         executed = papermill.execute_notebook(
@@ -270,8 +265,6 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         )
         wall = time.perf_counter() - started
         used = usage.usage_summary(stats_file) if timings else None
-        forked = timings and rusage_file.is_file()  # a server writes it for the kernels it forks
-        kernel_mb = forkkernel.kernel_peak_rss_mb(rusage_file) if forked else None
     except papermill.PapermillExecutionError as err:
         failed = cache_dir() / "failed" / f"{stage.replace('@', '_')}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
@@ -283,11 +276,9 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         ) from None
     finally:
         os.environ.pop(usage.STATS_ENV, None)
-        os.environ.pop(forkkernel.RUSAGE_ENV, None)
-        shutil.rmtree(tmp_dir, ignore_errors=True)  # a late write by a kernel's server must not fail the stage
+        shutil.rmtree(tmp_dir, ignore_errors=True)
     if timings:
-        record_timings(Path(timings), stage, executed, wall, embeddings=used,
-                       peak_mb=max(peak_rss_mb(), kernel_mb or 0.0), kernel="forked" if forked else "fresh")
+        record_timings(Path(timings), stage, executed, wall, embeddings=used, peak_mb=peak_rss_mb())
     strip_run_metadata(executed, root)
     import nbformat
 

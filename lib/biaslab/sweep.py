@@ -1,4 +1,4 @@
-"""Paper-scale grids on a scheduler: the pipeline's own stages, members fanned out as jobs (issue 15 §3).
+"""Paper-scale grids on a scheduler: the pipeline's own stages, members fanned out as jobs.
 
 A grid in this project is a ``foreach`` stage of ``dvc.yaml`` (``cscl_train@{seed}``, ``fairrank_train@{seed}``,
 ``intersect_train@{run}``, ``ragfair_train@{run}``, ``ragcontrol_train@{run}``, ...): ``configs/paper-scale.yaml``

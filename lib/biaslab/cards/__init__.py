@@ -1,1 +1,1 @@
-"""Bias cards across papers (issue 15 §2): every checkpoint the pipeline trains, measured the same way."""
+"""Bias cards across papers: every checkpoint the pipeline trains, measured the same way."""

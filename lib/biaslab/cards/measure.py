@@ -1,4 +1,4 @@
-"""Bias cards across papers (issue 15 §2): one row per checkpoint, every measure taken the same way for every
+"""Bias cards across papers: one row per checkpoint, every measure taken the same way for every
 checkpoint it applies to, by the function of the paper that owns it.
 
 * **Encoders** (the base encoders and every sentence-transformers checkpoint the pipeline trains: ragfair's LoRA /
@@ -15,7 +15,8 @@ checkpoint it applies to, by the function of the paper that owns it.
 * **Classifiers** (cscl's methods): ΔEO and macro F1 from cscl's ``methods.csv``, averaged over seeds. Their
   encoders are trained in memory and not kept, so no intrinsic measure; the row says so.
 
-Bias changes are taken against each row's reference (the base encoder; fairrank's base ranker; cscl's CE
+Changes between cards are in :mod:`biaslab.cards.changes`, the probe data and encoders in
+:mod:`biaslab.cards.load`. Bias changes are taken against each row's reference (the base encoder; fairrank's base ranker; cscl's CE
 classifier on the same task). Where a measure is a mean over evaluation units — the re-ranking measures over
 queries, embedder bias over test questions — the card keeps each unit's value (:class:`Card`), and
 :func:`bias_change` gives the change a paired bootstrap interval over the same units (the reference measured on the
@@ -25,6 +26,7 @@ arithmetic-noise band instead (:func:`noise_band`); the other changes (SEAT, pro
 the papers' own stages give the intervals for their own comparisons. A change inside its noise band, whose interval
 includes 0 or that is not significant after the adjustment is not counted as a movement (:func:`moved`).
 """
+
 
 from __future__ import annotations
 
@@ -247,232 +249,16 @@ def table(encoder_rows: Sequence[tuple[Checkpoint, Mapping[str, float]]], extra:
     return out[ident + [c for c in out.columns if c not in ident]]
 
 
-def references(cards: pd.DataFrame, base_encoder: str) -> pd.Series:
-    """Each row's reference: the base encoder (encoders), fairrank's base ranker of the same backbone (rankers;
-    BM25 for itself), cscl's CE classifier on the same task (classifiers)."""
-    names = set(cards["checkpoint"])
-    ref = {}
-    for name, kind in zip(cards["checkpoint"], cards["kind"], strict=True):
-        if kind == "encoder":
-            ref[name] = f"base/{base_encoder}"
-        elif kind == "ranker":
-            backbone = name.split("/", 1)[1].split("|")[0]
-            cand = f"fairrank/{backbone}|base@0"
-            ref[name] = cand if cand in names else name
-        else:
-            task = name.split("/")[1]
-            ref[name] = f"cscl/{task}/ce"
-    missing = sorted(set(ref.values()) - names)
-    if missing:
-        raise ValueError(f"reference rows {missing} are not in the cards table")
-    return pd.Series(ref)
+
+# The cards stage's notebook reaches these through this module (its executed copy is committed with that code); new
+# code imports them from where they live. Resolved on first use, so importing either module first works.
+_MOVED = {"bias_change": ".changes", "heatmap_frame": ".changes", "moved": ".changes", "unresolved_cells": ".changes",
+          "load_encoder": ".load", "load_probes": ".load"}
 
 
-CHANGE_COLUMNS = ["checkpoint", "paper", "measure", "reference", "value", "reference_value", "bias_change", "ci_low",
-                  "ci_high", "p_value", "q_value", "significant", "beyond_noise"]
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
 
-
-def bias_change(cards: pd.DataFrame, base_encoder: str, units: pd.DataFrame | None, *, rounds: int,
-                confidence: float, seed: int, test_rounds: int, p_adjust: str) -> pd.DataFrame:
-    """Long table: per checkpoint and bias measure, its value, its reference's value and the change in bias
-    (negative = less biased than the reference, in the measure's own units). Where both have per-unit values of the
-    measure in ``units`` (``checkpoint, measure, unit, value``; :class:`Card`) on the same units: ``ci_low`` /
-    ``ci_high``, the paired bootstrap interval of the change over those units (``rounds`` resamples, each drawn once
-    for both; :func:`biaslab.stats.paired_statistic`); ``p_value``, the two-sided paired randomisation test of the
-    change (``test_rounds`` random swaps of a unit's two values; :func:`biaslab.stats.permutation_p`); ``q_value``,
-    the p-values adjusted over every test in the table (``p_adjust``, :func:`biaslab.stats.adjust_p`: the table asks
-    one question — which mitigation moved which measure — so its tests are one family); ``significant``:
-    ``q_value`` ≤ 1 − ``confidence``, the false discovery rate the intervals' level implies. Empty otherwise.
-    ``beyond_noise`` where the measure has a noise band (BBQ SPD / EOD, :func:`noise_band`): whether the
-    checkpoint's band and its reference's are disjoint (as bands of bias: of |value| for a measure read by
-    magnitude); empty for the other measures. ``rounds``, ``confidence``, ``seed``: ``common.uncertainty`` and
-    ``common.seed`` (``units`` None or ``rounds`` 0: point estimates only); ``test_rounds``, ``p_adjust``:
-    ``cards.permutation_rounds`` and ``cards.p_adjust``."""
-    from .. import stats
-
-    ref = references(cards, base_encoder)
-    by_name = cards.set_index("checkpoint")
-    per_unit = {} if units is None or not rounds else {
-        key: g.set_index("unit")["value"] for key, g in units.groupby(["checkpoint", "measure"], sort=False)}
-    rows = []
-    for measure in [c for c in cards.columns if direction(c)]:
-        how = direction(measure)
-        band = [f"{measure}_min", f"{measure}_max"]
-        for name, value in by_name[measure].dropna().items():
-            r = ref[name]
-            base = by_name.at[r, measure]
-            if r == name or pd.isna(base):
-                continue
-            change = float(_BIAS[how](value) - _BIAS[how](base))
-            beyond = None
-            if set(band) <= set(by_name.columns) and by_name.loc[[name, r], band].notna().all(axis=None):
-                (lo, hi), (rlo, rhi) = (_bias_range(*by_name.loc[n, band], how) for n in (name, r))
-                beyond = bool(hi < rlo or lo > rhi)
-            est = _paired_change(per_unit.get((name, measure)), per_unit.get((r, measure)), how, rounds=rounds,
-                                 confidence=confidence, seed=seed, test_rounds=test_rounds)
-            rows.append({"checkpoint": name, "paper": by_name.at[name, "paper"], "measure": measure,
-                         "reference": r, "value": value, "reference_value": base, "bias_change": change,
-                         "ci_low": est[0], "ci_high": est[1], "p_value": est[2], "beyond_noise": beyond})
-    out = pd.DataFrame(rows, columns=CHANGE_COLUMNS)
-    out["q_value"] = stats.adjust_p(out["p_value"].astype(float), p_adjust)
-    out["significant"] = [None if np.isnan(q) else bool(q <= 1 - confidence) for q in out["q_value"]]
-    return out
-
-
-# a measure's value as a level of bias (larger = more biased), per reading (direction): one definition for the
-# change between two cards and for its interval and test over units
-_BIAS = {"abs": np.abs, "lower": np.positive, "higher": np.negative}
-
-
-def _paired_change(mine: pd.Series | None, ref: pd.Series | None, how: str, *, rounds: int, confidence: float,
-                   seed: int, test_rounds: int) -> tuple[float, float, float]:
-    """(low, high, p) of the change in bias between two systems' per-unit values (unit → value; the measure is
-    their mean, read as ``how``) over the units both were measured on: the paired bootstrap interval and the paired
-    randomisation test's p-value. NaN when either has no units or they were measured on different units (the change
-    would not be paired)."""
-    from .. import stats
-
-    nan = (float("nan"),) * 3
-    if mine is None or ref is None or len(mine) < 2 or set(mine.index) != set(ref.index) or not mine.index.is_unique:
-        return nan
-    a, b = mine.to_numpy(np.float64), ref.loc[mine.index].to_numpy(np.float64)
-
-    def bias(v, axis=0):  # the level of bias of the mean over units (axis 0 of [units] or [units, swaps])
-        return _BIAS[how](np.mean(v, axis=axis))
-
-    est = stats.paired_statistic(len(a), lambda ix: bias(a[ix]), lambda ix: bias(b[ix]), rounds=rounds,
-                                 confidence=confidence, seed=seed)
-    p = stats.permutation_p(a, b, lambda x, y, axis: bias(x, axis) - bias(y, axis), rounds=test_rounds, seed=seed)
-    return est.ci_low, est.ci_high, p
-
-
-def compare(card: Card, name: str, reference: Card, reference_name: str, *, rounds: int, confidence: float,
-            seed: int, test_rounds: int, p_adjust: str) -> pd.DataFrame:
-    """One encoder's card against another's (``biaslab card MODEL --against REF``): :func:`bias_change` of the pair,
-    read as the cards stage reads every encoder against its base — the change in bias per measure, its paired
-    interval and test where the measure has per-unit values (adjusted over this pair's tests), and for BBQ SPD /
-    EOD whether the two noise bands are disjoint (``beyond_noise``)."""
-    if name == reference_name:
-        raise ValueError(f"{name!r} is compared with itself; name another encoder to compare against")
-    ref_row = f"base/{reference_name}"
-    pair = pd.DataFrame([{"checkpoint": ref_row, "paper": "base", "kind": "encoder", **reference.summary},
-                         {"checkpoint": name, "paper": "", "kind": "encoder", **card.summary}])
-    units = pd.concat([reference.units.assign(checkpoint=ref_row), card.units.assign(checkpoint=name)],
-                      ignore_index=True)[UNIT_COLUMNS]
-    return bias_change(pair, reference_name, units, rounds=rounds, confidence=confidence, seed=seed,
-                       test_rounds=test_rounds, p_adjust=p_adjust).drop(columns=["paper"])
-
-
-def _bias_range(lo: float, hi: float, how: str) -> tuple[float, float]:
-    """A band of values as a band of bias: of |value| for ``abs`` measures (0 when the band spans 0)."""
-    if how != "abs":
-        return lo, hi
-    return (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
-
-
-def unresolved(changes: pd.DataFrame) -> pd.Series:
-    """Rows of :func:`bias_change` whose change the data cannot tell from none: inside the arithmetic noise band
-    (``beyond_noise`` False), with a paired interval that includes 0, or not significant once the table's tests are
-    adjusted for their number (``significant`` False). Empty bands, intervals and tests count as resolved (point
-    estimates)."""
-    inside = changes["beyond_noise"].map(lambda b: b is False)
-    lo, hi = changes["ci_low"].astype(float), changes["ci_high"].astype(float)
-    return inside | ((lo <= 0) & (hi >= 0)) | changes["significant"].map(lambda b: b is False)
-
-
-def moved(changes: pd.DataFrame, top: int) -> pd.DataFrame:
-    """Per bias measure, the ``top`` checkpoints that lowered it most against their reference (ties kept in
-    table order), with the paper the mitigation comes from: does a mitigation from one paper reduce the bias
-    measured by another? A reduction the data cannot resolve (:func:`unresolved`: inside the noise band of BBQ
-    SPD / EOD, a paired interval over queries / questions that includes 0, or not significant once adjusted for the
-    table's number of tests) is not a movement and is left out."""
-    less = changes[(changes["bias_change"] < 0) & ~unresolved(changes)].sort_values(["measure", "bias_change"], kind="stable")
-    return less.groupby("measure", sort=True).head(top).reset_index(drop=True)
-
-
-def unresolved_cells(changes: pd.DataFrame, grid: pd.DataFrame) -> list[tuple[int, int]]:
-    """(row, column) positions in ``grid`` (:func:`heatmap_frame`) of :func:`unresolved` changes."""
-    rows, cols = {n: i for i, n in enumerate(grid.index)}, {m: j for j, m in enumerate(grid.columns)}
-    flat = changes[unresolved(changes)]
-    return [(rows[c], cols[m]) for c, m in zip(flat["checkpoint"], flat["measure"], strict=True)]
-
-
-def heatmap_frame(changes: pd.DataFrame) -> pd.DataFrame:
-    """Checkpoint × measure, each column's bias change divided by its largest |change| (so columns in different
-    units share one colour scale): −1 = the largest reduction in that column, +1 = the largest increase."""
-    wide = changes.pivot_table(index="checkpoint", columns="measure", values="bias_change", sort=False)
-    scale = wide.abs().max().replace(0, 1.0)  # a column with no change stays 0 (measured), not blank
-    return wide / scale
-
-
-def load_probes(root: Path, P) -> Probes:
-    """The stage's probe data from the pipeline's processed data, with the owning papers' settings in ``P`` (the
-    stage's typed params: ``common``, ``data``, ``ragfair``, ``fairrank``, ``cards``)."""
-    from ..ragfair.cards import evaluation_setup
-
-    root = Path(root)
-    need = {"ragfair_bbq": root / "data/processed/ragfair/bbq.parquet",
-            "fairrank_data": root / "data/processed/fairrank/lists.parquet"}
-    need.update({f"ragcontrol_data@{t}": root / "data/processed/ragcontrol/tasks" / t / "corpus.parquet"
-                 for t in P.cards.embedder_tasks})
-    for stage, path in need.items():
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: a bias card needs it; run `dvc repro {stage}` first")
-    bbq_rows, seat_tests, card_args = evaluation_setup(pd.read_parquet(need["ragfair_bbq"]), P, root)
-    fr = root / "data/processed/fairrank"
-    queries = pd.read_parquet(fr / "queries.parquet")
-    lists = pd.read_parquet(fr / "lists.parquet")
-    tasks_dir = root / "data/processed/ragcontrol/tasks"
-    return Probes(
-        bbq_rows=bbq_rows, seat_tests=seat_tests, card_args=card_args,  # as ragfair_evaluate measures its own
-        embedder_tasks={t: (pd.read_parquet(tasks_dir / t / "test_questions.parquet"),
-                            pd.read_parquet(tasks_dir / t / "corpus.parquet")) for t in P.cards.embedder_tasks},
-        # what fairrank's rankers re-rank: each query's BM25 top-k, for the queries measured (NFaiRR's background
-        # stays the whole list, as in fairrank_analysis)
-        rank_lists=rank_lists(lists[(lists["rank"] <= P.fairrank.data.rerank_depth)
-                                    & lists["qid"].isin(queries.loc[queries["query_set"] == P.cards.rank_query_set,
-                                                                    "qid"])], pd.read_parquet(fr / "docs.parquet")),
-        rank_args={"qrels": pd.read_parquet(fr / "qrels.parquet"), "terms": pd.read_parquet(fr / "terms.parquet"),
-                   "query_set": P.cards.rank_query_set,
-                   "qids": queries.loc[queries["query_set"] == P.cards.rank_query_set, "qid"].tolist(),
-                   "background": {q: g["docid"].tolist() for q, g in lists.groupby("qid")},
-                   "cutoffs": P.fairrank.eval.cutoffs, "mrr_cutoff": P.fairrank.eval.mrr_cutoff,
-                   "relevance": P.fairrank.data.relevance},
-        rank_measures=P.cards.rank_measures,
-        perturbation={"rounds": P.ragfair.evaluate.perturbation_rounds, "cosine": P.ragfair.evaluate.perturbation_cosine,
-                      "seed": P.common.seed})
-
-
-# per process, (base registry name, device, batch size, length) -> that base encoder's frozen bottoms, made the first
-# time load_encoder loads it and kept (loading it again does not add another copy of the model and its states)
-_BOTTOMS: dict[tuple, object] = {}
-
-
-def load_encoder(source: str, root: Path, models_settings, *, device: str, batch_size: int, max_seq_length: int):
-    """An :class:`biaslab.embed.Encoder` (cached embeddings) for a registry name or a model folder, truncating at
-    ``max_seq_length`` tokens whatever length the checkpoint was saved with (``cards.max_seq_length``: every card
-    is measured at one length, so a change against the base encoder is not a change of truncation).
-
-    Work is shared between the checkpoints of one process: a base encoder (a registry name) loaded here lends its
-    bottom layers to every model folder loaded after it that kept its embeddings and first layers bit for bit
-    (ragfair's WiSE-FT runs train only the top ``wiseft_layers``, ragcontrol's last-k runs only the top k layers'
-    MLPs). Such a checkpoint's encoder runs only its layers above that bottom, on the base's states of it, computed
-    once per text for all of them (:class:`biaslab.frozen.Bottoms`): the full forward pass's vectors bit for bit,
-    in a third of the time for the default cards; its layer-wise encodings (probing) run the full model."""
-    from ..embed import Encoder
-    from ..frozen import Bottoms
-    from ..models import load_sentence_transformer, preflight
-
-    folder = Path(source) if Path(source).is_absolute() else Path(root) / source
-    model = load_sentence_transformer(folder if folder.is_dir() else preflight([source], models_settings)[source],
-                                      device)
-    model.max_seq_length = int(max_seq_length)
-    setting = (device, int(batch_size), int(max_seq_length))
-    if not folder.is_dir():
-        _BOTTOMS.setdefault((source, *setting), Bottoms(model, batch_size=batch_size))
-    else:
-        for bottoms in (b for key, b in _BOTTOMS.items() if key[1:] == setting):
-            shared = bottoms.encoder(model)
-            if shared is not None:
-                return shared
-    return Encoder(model, device=device, batch_size=batch_size)
+        return getattr(importlib.import_module(_MOVED[name], __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

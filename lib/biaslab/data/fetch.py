@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_path
+from ..atomic import atomic_path
 from ._schema import DataError
 
 MIRROR_ENV = "BIASLAB_DATA_MIRROR"

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..frozen import StateBank, bottom_states, pad_states, run_layers
 from ..layers import grad_reverse
+from ..models import new_head_classifier
 from ..runtime import progress, progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
 from .losses import MODES, TARGETS, pairwise_loss, pointwise_loss
@@ -85,15 +86,13 @@ def build_ranker(model_dir, objective: Objective, *, n_frozen: int, seed: int):
     import torch
     import torch.nn.functional as F
     from torch import nn
-    from transformers import AutoModelForSequenceClassification
-
     reverse = grad_reverse()
     seed_everything(seed)
 
     class Ranker(nn.Module):
         def __init__(self):
             super().__init__()
-            self.hf = AutoModelForSequenceClassification.from_pretrained(str(model_dir), num_labels=1)
+            self.hf = new_head_classifier(model_dir, num_labels=1)
             self.config = self.hf.config
             self.n_frozen = int(n_frozen)
             self.objective = objective

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..losses import soft_hamming_loss
+from ..models import new_head_classifier
 from ..runtime import seed_everything, select_device
 from ..train import _deterministic_log_callbacks
 from . import prompts
@@ -59,7 +60,7 @@ class MultiLabelClassifier:
 
     def __init__(self, backbone_dir, space: Sequence[str], *, loss: str, tau: float, device: str, max_length: int):
         """``backbone_dir``: the encoder's folder (``models.preflight``); ``loss``: bce | soft_hamming."""
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
 
         if loss not in ("bce", "soft_hamming"):
             raise ValueError(f"unknown classifier loss {loss!r}: use bce or soft_hamming")
@@ -67,8 +68,7 @@ class MultiLabelClassifier:
         self.space, self.loss, self.tau, self.max_length = list(space), loss, tau, max_length
         self.device = select_device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.model = AutoModelForSequenceClassification.from_pretrained(
-            folder, num_labels=len(space), problem_type="multi_label_classification")
+        self.model = new_head_classifier(folder, num_labels=len(space), problem_type="multi_label_classification")
         self.model.to(self.device)
 
     def _dataset(self, texts, labels=None):

@@ -1,0 +1,240 @@
+"""The reproduction report as pages: Markdown (``reports/README.md``) and HTML (``reports/index.html``) from the
+papers' collected outputs (:func:`biaslab.report.collect`). Figures are linked relatively, so the HTML opens from
+disk, in JupyterLab and on a code host, with no copy of the PNGs."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from . import claims as cl
+from .report import Artefact, PaperReport
+
+PREVIEW_ROWS = 12  # rows of a CSV output shown under its artefact (the file has the rest)
+
+
+def _num(x) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{x:.3g}"
+
+
+def _ours(r) -> str:
+    return f"{_num(r.our_value)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
+
+
+def _change(r) -> str:
+    """A bias change with its interval and adjusted p-value when it has them (bias cards' ``moved.csv``; older files
+    have none)."""
+    lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return _num(r.bias_change)
+    text, q = f"{_num(r.bias_change)} [{_num(lo)}, {_num(hi)}]", getattr(r, "q_value", None)
+    return text if q is None or not math.isfinite(q) else f"{text}, q {_num(q)}"
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
+def _scale_text(s: Mapping) -> str:
+    if s["label"] == "paper scale":
+        return "paper scale (every setting of configs/paper-scale.yaml)"
+    return (f"CPU default ({len(s['differ'])} of {s['paper_scale_keys']} paper-scale settings differ: "
+            f"{', '.join(s['differ'][:6])}{' …' if len(s['differ']) > 6 else ''})")
+
+
+def _status(rep: PaperReport, art: Artefact) -> str:
+    sub = rep.artefact_claims(art)
+    parts = []
+    if art.ours:
+        parts.append("regenerated" if not art.not_reproduced else "partly regenerated")
+    else:
+        parts.append("not regenerated")
+    if len(sub):
+        parts.append("claims: " + _counts_text(cl.summary(sub)))
+    for c in rep.compared.get(art.id, []):
+        parts.append(f"{c.spec.what} ({Path(c.file).name}): {c.verdict}")
+    return "; ".join(parts)
+
+
+def gaps(reps: Sequence[PaperReport]) -> list[tuple[str, str]]:
+    """(heading, text) of everything not reproduced: artefacts without a (full) regeneration and why, then every
+    contradicted claim with both values."""
+    out = [(f"{rep.values.paper} {art.id}", f"({art.shows}) {art.not_reproduced}")
+           for rep in reps for art in rep.values.artefacts if art.not_reproduced]
+    out += [(f"{rep.values.paper}, contradicted", f"{r.claim} ({r.paper_section}; paper {r.paper_value}, ours "
+             f"{_ours(r)})")
+            for rep in reps for r in rep.claims[rep.claims["verdict"] == "contradicted"].itertuples(index=False)]
+    return out
+
+
+CARDS = "cards"  # the cards stage's folder under reports/
+CARDS_INTRO = ("Every checkpoint the pipeline trains and the base encoder, each measure taken by the function of the "
+               "paper that owns it (stage `cards`, `biaslab.cards`). Below, per bias measure, the checkpoints that "
+               "lowered it most against their reference (negative change = less biased), with the paired bootstrap "
+               "interval over queries or questions and the randomisation test's p-value adjusted over every change "
+               "tested (q) where the measure has them; changes inside BBQ's arithmetic noise band, with an interval "
+               "that includes 0 or not significant after the adjustment are not listed.")
+
+
+def _cell(x) -> str:
+    """Text for a Markdown table cell: a pipe would end the cell (fairrank's ranker names hold one)."""
+    return str(x).replace("|", "\\|")
+
+
+def read_moved(reports: Path) -> pd.DataFrame | None:
+    path = Path(reports) / CARDS / "moved.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def cards_markdown(moved: pd.DataFrame | None) -> list[str]:
+    """The cross-paper bias cards section (``moved``: ``reports/cards/moved.csv``), or a line saying they are not
+    built."""
+    lines = ["", "## Bias cards across papers", ""]
+    if moved is None:
+        return [*lines, "Not built yet: `dvc repro cards`."]
+    lines += [CARDS_INTRO, "", f"All cards: [cards.csv]({CARDS}/cards.csv); every change: "
+              f"[bias_change.csv]({CARDS}/bias_change.csv).", "", f"![bias change per checkpoint and measure]"
+              f"({CARDS}/heatmap.png)", "", "| measure | checkpoint | from | value | reference | change |",
+              "|---|---|---|---|---|---|"]
+    for r in moved.itertuples(index=False):
+        lines.append(f"| {r.measure} | {_cell(r.checkpoint)} | {r.paper} | {_num(r.value)} | "
+                     f"{_num(r.reference_value)} ({_cell(r.reference)}) | "
+                     f"{_change(r)} |")
+    return lines
+
+
+def cards_html(moved: pd.DataFrame | None) -> str:
+    e = html.escape
+    if moved is None:
+        return "<h2 id='cards'>Bias cards across papers</h2><p>Not built yet: <code>dvc repro cards</code>.</p>"
+    rows = "".join(f"<tr><td>{e(str(r.measure))}</td><td>{e(str(r.checkpoint))}</td><td>{e(str(r.paper))}</td>"
+                   f"<td>{_num(r.value)}</td><td>{_num(r.reference_value)} ({e(str(r.reference))})</td>"
+                   f"<td>{_change(r)}</td></tr>" for r in moved.itertuples(index=False))
+    return (f"<h2 id='cards'>Bias cards across papers</h2><p>{e(CARDS_INTRO)}</p>"
+            f"<p><a href='{CARDS}/cards.csv'>cards.csv</a>, <a href='{CARDS}/bias_change.csv'>bias_change.csv</a></p>"
+            f"<figure><img src='{CARDS}/heatmap.png' alt='bias cards heatmap'><figcaption>{CARDS}/heatmap.png"
+            "</figcaption></figure><table><tr><th>measure</th><th>checkpoint</th><th>from</th><th>value</th>"
+            f"<th>reference</th><th>change</th></tr>{rows}</table>")
+
+
+def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None) -> str:
+    """``reports/README.md``: renders on a code host; links relative to reports/."""
+    lines = ["# Reproduction report", "",
+             "Built by the `report` stage from the stages' outputs (each paper's `results/claims.csv`) and the papers' "
+             "artefact lists (`paper_values/<paper>.yaml`). Verdicts are computed by each paper's analysis from "
+             "bootstrap intervals; see the repository README for the method.", "",
+             "| paper | scale | reproduced | contradicted | inconclusive |", "|---|---|---|---|---|"]
+    for rep in reps:
+        c = rep.counts
+        lines.append(f"| [{rep.values.paper}](#{rep.values.paper}) {rep.values.title} | {rep.scale['label']} | "
+                     f"{c['reproduced']} | {c['contradicted']} | {c['inconclusive']} |")
+    for rep in reps:
+        v = rep.values
+        lines += ["", f"## {v.paper}", "", f"**{v.title}** — run at {_scale_text(rep.scale)}. Claims: "
+                  f"{_counts_text(rep.counts)}.", "", "### Tables and figures", "",
+                  "| paper | section | shows | ours | status |", "|---|---|---|---|---|"]
+        for art in v.artefacts:
+            ours = ", ".join(f"[{Path(p).name}]({p})" for p in art.ours) or "–"
+            lines.append(f"| {art.id} | {art.ref} | {art.shows} | {ours} | {_status(rep, art)} |")
+        for art in v.artefacts:
+            for p in art.ours:
+                if p.endswith(".png"):
+                    lines += ["", f"![{v.paper} {art.id}: {art.shows}]({p})"]
+        numbers = [(art, c) for art in v.artefacts for c in rep.compared.get(art.id, [])]
+        if numbers:
+            lines += ["", "### The paper's numbers beside ours"]
+        for art, c in numbers:
+            src = f"; the paper's values from {c.spec.ref}" if c.spec.values else ""
+            lines += ["", f"**{art.id}, {c.spec.what}** ([{Path(c.file).name}]({c.file}){src}): {c.verdict}.", "",
+                      "| " + " | ".join([*c.spec.key, "paper", "ours", "difference"]) + " |",
+                      "|" + "---|" * (len(c.spec.key) + 3)]
+            for r in c.table.itertuples(index=False):
+                keys = [_cell(r[i]) for i in range(len(c.spec.key))]
+                lines.append("| " + " | ".join([*keys, _num(r.paper), _num(r.ours), _num(r.difference)]) + " |")
+        lines += ["", "### Claims", "", "| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
+        for r in rep.claims.itertuples(index=False):
+            lines.append(f"| {r.claim} | {r.paper_section} | {r.paper_value} | {_ours(r)} | **{r.verdict}** |")
+    lines += cards_markdown(moved)
+    lines += ["", "## What is not reproduced, and why", ""]
+    lines += [f"- **{head}**: {text}" for head, text in gaps(reps)]
+    for rep in reps:
+        n = rep.counts["inconclusive"]
+        if n:
+            lines.append(f"- **{rep.values.paper}**: {n} claims inconclusive (their intervals cover the paper's "
+                         "direction and its opposite, or a guard rule applies; the `rule` column of claims.csv says "
+                         "which)")
+    return "\n".join(lines) + "\n"
+
+
+def _preview(path: Path) -> str:
+    df = pd.read_csv(path)
+    more = len(df) - PREVIEW_ROWS
+    table = df.head(PREVIEW_ROWS).to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="–", border=0,
+                                          classes="preview")
+    return table + (f"<p class='more'>… {more} more rows in the file</p>" if more > 0 else "")
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}
+th{background:#f3f3f3}.reproduced{color:#176317;font-weight:600}.contradicted{color:#a11;font-weight:600}
+.inconclusive{color:#8a6d00;font-weight:600}img{max-width:100%;border:1px solid #eee}.preview{font-size:11px}
+.more{font-size:11px;color:#666}figure{margin:1em 0}figcaption{font-size:13px;color:#444}"""
+
+
+def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | None) -> str:
+    """``reports/index.html``: the same content with CSV previews, figures linked relatively."""
+    e = html.escape
+    out = ["<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report</title>",
+           f"<style>{CSS}</style></head><body><h1>Reproduction report</h1>",
+           "<p>Built by the <code>report</code> stage from each paper's <code>results/claims.csv</code> and "
+           "<code>paper_values/&lt;paper&gt;.yaml</code>. Verdicts are computed by the analysis stages.</p>",
+           "<table><tr><th>paper</th><th>scale</th><th>reproduced</th><th>contradicted</th><th>inconclusive</th></tr>"]
+    for rep in reps:
+        c = rep.counts
+        out.append(f"<tr><td><a href='#{e(rep.values.paper)}'>{e(rep.values.paper)}</a> {e(rep.values.title)}</td>"
+                   f"<td>{e(rep.scale['label'])}</td><td>{c['reproduced']}</td><td>{c['contradicted']}</td>"
+                   f"<td>{c['inconclusive']}</td></tr>")
+    out.append("</table>")
+    for rep in reps:
+        v = rep.values
+        out += [f"<h2 id='{e(v.paper)}'>{e(v.paper)}: {e(v.title)}</h2>",
+                f"<p>Run at {e(_scale_text(rep.scale))}. Claims: {e(_counts_text(rep.counts))}.</p>",
+                "<h3>Tables and figures</h3>"]
+        for art in v.artefacts:
+            out.append(f"<h4>{e(art.id)} ({e(art.ref)}): {e(art.shows)} — {e(_status(rep, art))}</h4>")
+            if art.not_reproduced:
+                out.append(f"<p><em>{e(art.not_reproduced)}</em></p>")
+            for c in rep.compared.get(art.id, []):
+                rows = "".join("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in r[: len(c.spec.key)])
+                               + "".join(f"<td>{e(_num(x))}</td>" for x in r[len(c.spec.key):len(c.spec.key) + 3])
+                               + f"<td>{'yes' if r[-1] else 'no'}</td></tr>" for r in c.table.itertuples(index=False))
+                head = "".join(f"<th>{e(k)}</th>" for k in [*c.spec.key, "paper", "ours", "difference", "within"])
+                src = f"; the paper's values from {c.spec.ref}" if c.spec.values else ""
+                out.append(f"<p><b>{e(c.spec.what)}</b> (<a href='{e(c.file)}'>{e(c.file)}</a>{e(src)}): "
+                           f"{e(c.verdict)}</p>"
+                           f"<table class='preview'><tr>{head}</tr>{rows}</table>")
+            for p in art.ours:
+                if p.endswith(".png"):
+                    out.append(f"<figure><img src='{e(p)}' alt='{e(art.id)}'><figcaption>{e(p)}</figcaption></figure>")
+                elif p.endswith(".csv"):
+                    out.append(f"<p><a href='{e(p)}'>{e(p)}</a></p>{_preview(reports / p)}")
+                else:
+                    out.append(f"<p><a href='{e(p)}'>{e(p)}</a></p>")
+        out.append("<h3>Claims</h3><table><tr><th>claim</th><th>section</th><th>paper</th><th>ours [95 % CI]</th>"
+                   "<th>verdict</th><th>rule</th></tr>")
+        for r in rep.claims.itertuples(index=False):
+            out.append(f"<tr><td>{e(str(r.claim))}</td><td>{e(str(r.paper_section))}</td><td>{e(str(r.paper_value))}"
+                       f"</td><td>{e(_ours(r))}</td><td class='{e(r.verdict)}'>{e(r.verdict)}</td>"
+                       f"<td>{e(str(r.rule))}</td></tr>")
+        out.append("</table>")
+    out.append(cards_html(moved))
+    out.append("<h2>What is not reproduced, and why</h2><ul>")
+    out += [f"<li><b>{e(head)}</b>: {e(text)}</li>" for head, text in gaps(reps)]
+    out.append("</ul></body></html>")
+    return "\n".join(out) + "\n"
