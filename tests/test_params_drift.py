@@ -101,6 +101,8 @@ ALLOWED = {
     ("cscl/train.py", "fit", "val"): "the validation frame (None = no early stopping), not cscl.splits.val",
     ("cscl/train.py", "fit_head", "val"): "validation features (None = none), not cscl.splits.val",
     ("atomic.py", "atomic_open", "mode"): "a file mode, not cscl.methods[*].mode",
+    ("stats.py", "mean_ci", "seed"): "public API (the verdicts' specification); the t interval draws nothing",
+    ("stats.py", "paired_mean_ci", "seed"): "public API, as mean_ci",
     ("stats.py", "ci_mean", "method"): "the bootstrap interval method, not cscl.augment.strategy",
 }
 

@@ -12,6 +12,9 @@ typed by hand:
   **contradicted** when it lies outside, **inconclusive** when the interval is wider than ``max_width`` (it would
   hold almost any value) or missing.
 
+:func:`verdict` is the magnitude-aware rule (equivalence and "small telescopes" reasoning): beyond the sign it says
+whether our interval reaches the paper's effect, stops short of it, or rules an effect as large as the paper's out.
+
 The table keeps the paper's value (a number or a short phrase), ours, the interval, the verdict and the rule that
 produced it, so a reader can recompute every verdict from the row.
 """
@@ -28,6 +31,61 @@ from .stats import Estimate
 
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
 COLUMNS = ["claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high", "verdict", "rule"]
+
+
+# what :func:`verdict` returns (the claims tables move to these when they are rebuilt with the paper's effects)
+MAGNITUDE_VERDICTS = ("reproduced", "reproduced_smaller", "ruled_out", "contradicted", "underpowered", "untestable")
+
+
+def verdict(ci_low: float, ci_high: float, *, paper_effect: float | None = None, null: float = 0.0,
+            direction: int = 1, bound: float | None = None) -> str:
+    """The verdict on a claim from our interval [``ci_low``, ``ci_high``] of the effect (our units).
+
+    A claim of an effect: ``direction`` +1 when the paper's effect is an increase over ``null``, −1 a decrease;
+    ``paper_effect`` the paper's effect in our units (None when the paper gives no size). Then
+
+    * ``reproduced`` — the interval excludes ``null`` on the paper's side and is consistent with, or beyond, the
+      paper's effect (it reaches ``paper_effect``; any such interval without a paper effect);
+    * ``reproduced_smaller`` — it excludes ``null`` on the paper's side but lies wholly between ``null`` and the
+      paper's effect: the effect is there, smaller than the paper's;
+    * ``ruled_out`` — it includes ``null`` but excludes the paper's effect: an effect as large as the paper's is
+      ruled out at our size (Simonsohn's "small telescopes": the paper's effect is not what we see);
+    * ``contradicted`` — it excludes ``null`` on the other side;
+    * ``underpowered`` — it includes both ``null`` and the paper's effect (or includes ``null`` and the paper gives
+      no size): our data cannot tell.
+
+    A claim of *no change* (``bound`` = b > 0, the paper's own tolerance or one argued in the docs, never tuned to
+    the result): ``reproduced`` when the interval lies inside (null − b, null + b) — an equivalence test —,
+    ``contradicted`` when it lies wholly outside, else ``underpowered``.
+
+    A missing bound of the interval (NaN) gives ``untestable``."""
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 (the paper reports an increase) or -1 (a decrease), got {direction}")
+    if not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+        return "untestable"
+    if ci_low > ci_high:
+        raise ValueError(f"the interval [{ci_low}, {ci_high}] has its bounds the wrong way round")
+    if bound is not None:
+        if paper_effect is not None:
+            raise ValueError("a claim of no change (bound) has no paper effect; give one or the other")
+        if not bound > 0:
+            raise ValueError(f"the equivalence bound must be > 0, got {bound}")
+        if null - bound < ci_low and ci_high < null + bound:
+            return "reproduced"
+        if ci_low >= null + bound or ci_high <= null - bound:
+            return "contradicted"
+        return "underpowered"
+    # along the paper's direction: low and high of the effect, with the null at 0
+    low, high = sorted((direction * (ci_low - null), direction * (ci_high - null)))
+    effect = None if paper_effect is None else direction * (paper_effect - null)
+    if effect is not None and not effect > 0:
+        raise ValueError(f"the paper's effect {paper_effect} is not on the side direction={direction} says "
+                         f"(null {null}): fix the sign of one of them")
+    if low > 0:
+        return "reproduced" if effect is None or high >= effect else "reproduced_smaller"
+    if high < 0:
+        return "contradicted"
+    return "ruled_out" if effect is not None and high < effect else "underpowered"
 
 
 @dataclass(frozen=True)
