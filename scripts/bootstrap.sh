@@ -52,3 +52,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
   echo "$want" > "$stamp"
 fi
+# JupyterLab opens notebooks/**/*.py (Jupytext percent format) as notebooks on a double click: the project's settings
+# overrides, installed into the environment (never into a home folder). Cheap, so done on every call.
+mkdir -p .venv/share/jupyter/lab/settings
+cp configs/jupyterlab/overrides.json .venv/share/jupyter/lab/settings/overrides.json
