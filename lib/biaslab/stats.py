@@ -56,8 +56,7 @@ def ci_mean(values: Sequence[float], *, rounds: int, confidence: float, seed: in
     interval; fewer than two values give NaN bounds."""
     from scipy import stats
 
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)]
+    x = _finite_values(values)
     if len(x) == 0:
         return _nan(0, f"bootstrap-{method}")
     mean = float(x.mean())
@@ -184,19 +183,15 @@ def adjust_p(p_values: Sequence[float], method: str) -> np.ndarray:
 
 
 def over_seeds(values: Sequence[float], *, confidence: float) -> Estimate:
-    """Mean over seeds with a t interval (and the standard deviation in ``method``)."""
-    from scipy import stats
-
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)]
+    """Mean over seeds with :func:`mean_ci`'s t interval (and the standard deviation in ``method``)."""
+    x = _finite_values(values)
     if len(x) == 0:
         return _nan(0, "seeds")
     mean = float(x.mean())
     if len(x) < 2:
         return Estimate(mean, float("nan"), float("nan"), 1, "seeds (1: no interval)")
-    sd = float(x.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * sd / np.sqrt(len(x)))
-    return Estimate(mean, mean - half, mean + half, len(x), f"seeds t-interval (sd {sd:.4g})")
+    low, high = mean_ci(x, level=confidence)
+    return Estimate(mean, low, high, len(x), f"seeds t-interval (sd {float(x.std(ddof=1)):.4g})")
 
 
 def _finite_values(values: Sequence[float]) -> np.ndarray:
