@@ -62,6 +62,24 @@ def raw_dir(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def slurm():
+    """A real single-node SLURM cluster for this test process, SLURM_CONF pointing at it (tests/slurm_cluster.py);
+    the test skips, naming what is missing, where the packages or root are not there."""
+    import slurm_cluster
+
+    reason = slurm_cluster.missing()
+    if reason:
+        pytest.skip(reason)
+    before = os.environ.get("SLURM_CONF")
+    with slurm_cluster.start() as cluster:
+        os.environ["SLURM_CONF"] = str(cluster.conf)
+        try:
+            yield cluster
+        finally:
+            os.environ.pop("SLURM_CONF") if before is None else os.environ.__setitem__("SLURM_CONF", before)
+
+
+@pytest.fixture(scope="session")
 def minilm():
     from biaslab.models import load_sentence_transformer
 

@@ -589,12 +589,23 @@ def test_the_report_covers_every_paper(pipeline):
         assert (root / "reports" / link).is_file(), link
 
 
-def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(pipeline):
-    """`biaslab sweep` with submitit's LocalExecutor on the real cscl grid: a member whose outputs are gone (a lost
-    cache, a fresh machine) runs as a job, the member DVC calls current does not, the job writes the bytes the first
-    `dvc repro` wrote, so the collecting analysis stays current, and DVC calls the target and its upstream current.
+@pytest.fixture(scope="module")
+def executor(request):
+    """The sweep test's scheduler: a real SLURM cluster where one can start here (tests/slurm_cluster.py), else
+    submitit's LocalExecutor (the local and debug executors are also covered on a toy grid in test_sweep.py)."""
+    import slurm_cluster
+
+    return ("local", None) if slurm_cluster.missing() else ("slurm", request.getfixturevalue("slurm"))
+
+
+def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(pipeline, executor):
+    """`biaslab sweep` on the real cscl grid, as SLURM jobs where a cluster can start here: a member whose outputs
+    are gone (a lost cache, a fresh machine) runs as a job, the member DVC calls current does not, the job writes the
+    bytes the first `dvc repro` wrote, so the collecting analysis stays current, and DVC calls the target and its
+    upstream current. On SLURM, the job id is in the sweep's log and the sweep file's resources are the job's.
     (A new member's rows collected into the analysis tables: tests/test_sweep.py on a toy DVC grid. This test once
     added a seed instead, which reran the analysis and sensitivity stages twice: ≈ 1.5 min of the test budget.)"""
+    kind, cluster = executor
     root, dvc, _, _ = pipeline
     (root / "sweep.yaml").write_text(yaml.safe_dump({
         "targets": ["cscl_analysis"],
@@ -607,7 +618,7 @@ def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(
     assert first
     for rel in lost:
         shutil.rmtree(root / rel) if (root / rel).is_dir() else (root / rel).unlink()
-    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "sweep", "sweep.yaml", "--executor", "local",
+    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "sweep", "sweep.yaml", "--executor", kind,
                            "--jobs", "2", "--folder", str(root.parent / "sweeps")], cwd=root, env=env,
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -617,4 +628,9 @@ def test_a_sweep_runs_grid_members_as_scheduler_jobs_and_dvc_calls_them_current(
     assert {stage for stage, how in ran.items() if how != "current"} == {"cscl_train@1"}
     assert list((root.parent / "sweeps" / "cscl_train").glob("*_log.out"))  # submitit's own job logs
     assert read_tree(root, *outs) == first
+    if cluster is not None:
+        job_id = re.search(r"cscl_train@1 \(job (\S+)\)", (root.parent / "sweeps" / "sweep.log").read_text())[1]
+        job = cluster.job(job_id)
+        assert (job["JobState"], job["TimeLimit"], job["NumCPUs"], job["MinMemoryNode"]) == (
+            "COMPLETED", "00:20:00", "2", "4G"), job
     assert "Data and pipelines are up to date" in dvc("status", "--with-deps", "cscl_analysis").stdout

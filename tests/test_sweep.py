@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from biaslab import sweep
+
+import dvc_grid
 
 GRAPH = {  # stage -> direct upstream, in dvc.yaml order
     "fetch": set(),
@@ -63,41 +67,12 @@ def test_the_repository_sweep_files_name_real_stages():
         sweep.plan(graph, cfg.targets, cfg.fan_out)
 
 
-TOY = """
-stages:
-  base:
-    cmd: python -c "open('base.txt', 'w').write('b')"
-    outs: [base.txt]
-  member:
-    foreach: [1, 2, 3]
-    do:
-      cmd: python -c "import sys; t = open('base.txt').read() * ${item}; open('m${item}.txt', 'w').write(t); sys.exit(${item} == int(open('fail').read()) if __import__('os').path.exists('fail') else 0)"
-      deps: [base.txt]
-      outs: ["m${item}.txt"]
-  collect:
-    cmd: python -c "open('all.txt', 'w').write('+'.join(open(f'm{i}.txt').read() for i in (1, 2, 3)))"
-    deps: [m1.txt, m2.txt, m3.txt]
-    outs: [all.txt]
-"""
-
-
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    """A DVC repository with a three-member grid and a stage that collects it."""
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("BIASLAB_ROOT", raising=False)
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "-q"], cwd=tmp_path, check=True)
-    (tmp_path / "dvc.yaml").write_text(TOY)
-    (tmp_path / ".dvcignore").write_text("fail\nsweeps/\n")
+    """A DVC repository with a three-member grid and a stage that collects it (tests/dvc_grid.py)."""
     cfg = sweep.SweepConfig.model_validate({"targets": ["collect"], "fan_out": {"member": {
         "timeout_min": 2, "cpus_per_task": 1, "mem_gb": 1, "gpus_per_node": 0}}})
-    return tmp_path, cfg
-
-
-def _status(root: Path) -> str:
-    return subprocess.run([str(Path(sys.executable).parent / "dvc"), "status"], cwd=root, capture_output=True,
-                          text=True, check=True).stdout
+    return dvc_grid.make(tmp_path, monkeypatch), cfg
 
 
 @pytest.mark.parametrize("executor", ["local", "debug"])
@@ -107,14 +82,14 @@ def test_a_sweep_runs_members_as_jobs_commits_them_and_reruns_only_what_is_stale
     assert [(r.stage, r.how) for r in res] == [("base", "local"), ("member@1", "job"), ("member@2", "job"),
                                                ("member@3", "job"), ("collect", "local")]
     assert (root / "all.txt").read_text() == "b+bb+bbb"
-    assert "up to date" in _status(root)  # the jobs' outputs are in DVC's lock: the pipeline is current
+    assert "up to date" in dvc_grid.status(root)  # the jobs' outputs are in DVC's lock: the pipeline is current
     if executor == "local":
         assert len(list((root / "sweeps" / "member").glob("*_log.out"))) == 3  # submitit's job logs
     again = sweep.sweep(cfg, executor, root=root, jobs=2, folder=root / "sweeps", echo=lambda _: None)
     assert {r.how for r in again} == {"current"}
     forced = sweep.sweep(cfg, executor, root=root, jobs=2, force=True, folder=root / "sweeps", echo=lambda _: None)
     assert [r.stage for r in forced if r.how == "job"] == ["member@1", "member@2", "member@3"]
-    assert "up to date" in _status(root)  # same bytes: the collecting stage stays current
+    assert "up to date" in dvc_grid.status(root)  # same bytes: the collecting stage stays current
 
 
 def test_a_failed_member_is_named_and_the_others_are_kept(toy):
@@ -122,7 +97,7 @@ def test_a_failed_member_is_named_and_the_others_are_kept(toy):
     (root / "fail").write_text("2")
     with pytest.raises(sweep.SweepError, match=r"1 of 3 jobs failed(.|\n)*member@2"):
         sweep.sweep(cfg, "local", root=root, jobs=3, folder=root / "sweeps", echo=lambda _: None)
-    status = _status(root)
+    status = dvc_grid.status(root)
     assert "member@2" in status and "member@1" not in status and "member@3" not in status
     (root / "fail").unlink()
     res = sweep.sweep(cfg, "local", root=root, jobs=3, folder=root / "sweeps", echo=lambda _: None)
@@ -138,3 +113,78 @@ def test_an_unknown_executor_or_fan_out_stage_fails_before_any_work(toy):
     with pytest.raises(sweep.SweepError, match="'trian', which is no stage"):
         sweep.sweep(bad, "local", root=root)
     assert not (root / "base.txt").exists()
+
+
+QUEUE_STAGE = """
+stages:
+  score:
+    cmd: python score.py
+    deps: [score.py]
+    params: [score.scale]
+    metrics: [{metrics.json: {cache: false}}]
+"""
+SCORE = "import json, yaml\nscale = yaml.safe_load(open('params.yaml'))['score']['scale']\n" \
+        "json.dump({'value': scale * 2}, open('metrics.json', 'w'))\n"
+
+
+@pytest.mark.slow
+def test_params_variants_run_through_dvcs_own_queue(tmp_path, monkeypatch):
+    """Variants of params.yaml go through DVC's queue (the README's rule: the queue for params variants,
+    `biaslab sweep` for a grid's members): two queued experiments, two workers, both listed with their metrics."""
+    root = tmp_path / "exp"
+    root.mkdir()
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("BIASLAB_ROOT", raising=False)
+    for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
+                       ("GIT_COMMITTER_EMAIL", "t@t")):
+        monkeypatch.setenv(var, value)
+    dvc = str(Path(sys.executable).parent / "dvc")
+
+    def run(*args):
+        proc = subprocess.run(args, cwd=root, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+        return proc.stdout
+
+    run("git", "init", "-q")
+    run(dvc, "init", "-q")
+    (root / "dvc.yaml").write_text(QUEUE_STAGE)
+    (root / "params.yaml").write_text("score:\n  scale: 1\n")
+    (root / "score.py").write_text(SCORE)
+    run(dvc, "repro")
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "baseline")
+    run(dvc, "exp", "run", "--queue", "-S", "score.scale=3", "--name", "scale-3")
+    run(dvc, "exp", "run", "--queue", "-S", "score.scale=5", "--name", "scale-5")
+    run(dvc, "queue", "start", "-j", "2")
+    deadline = time.monotonic() + 240
+    while "Queued" in (status := run(dvc, "queue", "status")) or "Running" in status:
+        assert time.monotonic() < deadline, status
+        time.sleep(2)
+    assert status.count("Success") == 2, status
+    shown = json.loads(run(dvc, "exp", "show", "--json"))
+    found = {}
+    for commit in shown:
+        for exp in commit.get("experiments") or []:
+            for rev in exp.get("revs", []):
+                data = rev.get("data", {})
+                scale = data.get("params", {}).get("params.yaml", {}).get("data", {}).get("score", {}).get("scale")
+                value = data.get("metrics", {}).get("metrics.json", {}).get("data", {}).get("value")
+                found[rev.get("name")] = (scale, value)
+    assert found == {"scale-3": (3, 6), "scale-5": (5, 10)}, shown
+    run(dvc, "queue", "stop")
+
+
+def test_the_command_prints_what_ran_where_and_exits_2_for_an_invalid_sweep_file(toy, monkeypatch, capsys):
+    from biaslab import cli
+
+    root, cfg = toy
+    monkeypatch.chdir(root)
+    (root / "params.yaml").write_text("{}\n")  # a biaslab project: dvc.yaml and params.yaml
+    (root / "sweep.yaml").write_text(yaml.safe_dump(cfg.model_dump()))
+    assert cli.main(["sweep", "sweep.yaml", "--executor", "debug", "--folder", str(root / "sweeps")]) == 0
+    out = capsys.readouterr().out
+    assert "| member@2 | job |" in out and "| collect | local |" in out
+    assert "member@2 (job " in (root / "sweeps" / "sweep.log").read_text()
+    (root / "bad.yaml").write_text("targets: []\n")
+    assert cli.main(["sweep", "bad.yaml", "--executor", "debug"]) == 2
+    assert "invalid sweep file" in capsys.readouterr().err

@@ -25,6 +25,18 @@ separate copy of the repository; it parallelises variants of params.yaml (compar
 not the members of one foreach grid, whose outputs must meet in one workspace for the analysis stage. The README
 shows both: the queue for params variants, this command for a grid.
 
+Job states on SLURM: submitit polls ``sacct``, which needs the cluster's accounting store; on a cluster without one
+(``AccountingStorageType=accounting_storage/none``) every poll fails with a warning and a cancelled or timed-out
+job is only noticed by its missing result. There the sweep reads states with ``squeue --states=all`` instead
+(:class:`SqueueWatcher`): finished jobs stay listed for ``MinJobAge`` (300 s by default), and it polls at least
+every minute.
+
+Every event (a member submitted with its job id, done, failed with its state and log) is appended to
+``<folder>/sweep.log`` as well as printed. A failed member is reported with its job id, the scheduler's state, its
+log and the command that reruns what is missing; members that succeeded are committed, a failed one leaves DVC's
+lock as it was (the runner writes outputs by temp file and rename: a killed job leaves no half-written output), and
+rerunning the sweep submits only the members DVC calls stale.
+
 Concurrency: members write disjoint outputs (DVC refuses overlapping outputs), and the shared caches (embedding
 store, model conversions) are written by temp-file-and-rename, so concurrent members do not corrupt each other;
 each job needs the repository, the data mirror and the cache on a filesystem every node sees.
@@ -32,8 +44,11 @@ each job needs the repository, the data mirror and the cache on a filesystem eve
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import submitit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import stages as stage_decl
@@ -51,7 +67,11 @@ EXECUTORS = ("local", "debug", "slurm")
 
 
 class SweepError(RuntimeError):
-    """A sweep file is invalid, a stage it names does not exist, or a member's job failed."""
+    """A member's job failed (or DVC did, in the driver)."""
+
+
+class SweepConfigError(SweepError):
+    """A sweep file is invalid, names a stage that does not exist, or asks for an unknown executor: nothing ran."""
 
 
 class Resources(BaseModel):
@@ -78,12 +98,12 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
 
     path = Path(path)
     if not path.is_file():
-        raise SweepError(f"{path}: no such sweep file (see configs/sweeps/)")
+        raise SweepConfigError(f"{path}: no such sweep file (see configs/sweeps/)")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return SweepConfig.model_validate(raw)
     except (yaml.YAMLError, ValidationError) as err:
-        raise SweepError(f"{path}: invalid sweep file:\n{err}") from None
+        raise SweepConfigError(f"{path}: invalid sweep file:\n{err}") from None
 
 
 @dataclass
@@ -109,7 +129,7 @@ def plan(upstream: dict[str, set[str]], targets: Iterable[str], fan_out: Iterabl
         if s in seen:
             continue
         if s not in upstream:
-            raise SweepError(f"no stage {s!r} in dvc.yaml")
+            raise SweepConfigError(f"no stage {s!r} in dvc.yaml")
         seen.add(s)
         stack.extend(upstream[s])
     todo = [s for s in upstream if s in seen]
@@ -147,7 +167,9 @@ def run_member(root: str, stage: str, cmd: str) -> dict[str, Any]:
     proc = subprocess.run(cmd, shell=True, cwd=root, env=env)
     seconds = round(time.perf_counter() - start, 1)
     if proc.returncode != 0:
-        raise SweepError(f"{stage}: `{cmd}` exited with {proc.returncode} after {seconds} s")
+        how = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+               else f"exited with {proc.returncode}")
+        raise SweepError(f"{stage}: `{cmd}` {how} after {seconds} s")
     return {"stage": stage, "seconds": seconds}
 
 
@@ -167,16 +189,67 @@ def stale(root: Path, members: list[str]) -> list[str]:
     return [m for m in members if m in out]
 
 
-def _executor(kind: str, folder: Path, resources: Resources, name: str, jobs: int, slurm: dict[str, Any]):
-    import submitit
+class SqueueWatcher(submitit.slurm.slurm.SlurmInfoWatcher):
+    """submitit's SLURM job watcher, reading states from ``squeue`` rather than ``sacct`` (module doc)."""
 
-    ex = submitit.AutoExecutor(folder=folder / name, cluster=kind)
-    extra = {k if k.startswith("slurm_") else f"slurm_{k}": v for k, v in slurm.items()} if kind == "slurm" else {}
-    if kind == "slurm":
-        extra.setdefault("slurm_array_parallelism", jobs)
-    ex.update_parameters(name=name, timeout_min=resources.timeout_min, cpus_per_task=resources.cpus_per_task,
-                         mem_gb=resources.mem_gb, gpus_per_node=resources.gpus_per_node, **extra)
+    def _make_command(self) -> list[str] | None:
+        ids = sorted({x.split("_")[0] for x in self._registered - self._finished})
+        if not ids:
+            return None
+        return ["squeue", "--all", "--array", "--states=all", "--format=%i|%T|%N", "--jobs", ",".join(ids)]
+
+    def read_info(self, string: bytes | str) -> dict[str, dict[str, str]]:
+        lines = (string.decode() if isinstance(string, bytes) else string).splitlines()
+        # squeue's header is JOBID|STATE|NODELIST; submitit's parser reads sacct's column names
+        return super().read_info("\n".join(["JobID|State|NodeList", *lines[1:]])) if lines else {}
+
+
+SQUEUE = SqueueWatcher(delay_s=60)  # polls at least every minute, below MinJobAge: no finished job is missed
+
+
+def slurm_has_accounting() -> bool:
+    """Whether ``sacct`` can answer on this cluster (an accounting store is configured)."""
+    proc = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SweepError(f"scontrol show config failed ({proc.stderr.strip() or proc.returncode}): is SLURM_CONF "
+                         "set and slurmctld reachable from here?")
+    return "accounting_storage/none" not in proc.stdout
+
+
+def _executor(kind: str, folder: Path, resources: Resources, name: str, jobs: int, slurm: dict[str, Any]):
+    if kind != "slurm":
+        ex = submitit.AutoExecutor(folder=folder / name, cluster=kind)
+        ex.update_parameters(name=name, timeout_min=resources.timeout_min, cpus_per_task=resources.cpus_per_task,
+                             mem_gb=resources.mem_gb, gpus_per_node=resources.gpus_per_node)
+        return ex
+    ex = submitit.SlurmExecutor(folder=folder / name)
+    extra = {k.removeprefix("slurm_"): v for k, v in slurm.items()}
+    extra.setdefault("array_parallelism", jobs)
+    # submitit signals a job 90 s before its limit so that a checkpointable job can requeue itself; a member cannot
+    # resume (a notebook run is all or nothing), so that signal would only end it 90 s early. At 0, SLURM's own
+    # time limit ends it (state TIMEOUT). A sweep file's `slurm: {signal_delay_s: ...}` overrides this.
+    extra.setdefault("signal_delay_s", 0)
+    gpus = {"gpus_per_node": resources.gpus_per_node} if resources.gpus_per_node else {}
+    ex.update_parameters(job_name=name, time=resources.timeout_min, cpus_per_task=resources.cpus_per_task,
+                         mem=_mem(resources.mem_gb), **gpus, **extra)
     return ex
+
+
+def _mem(gb: float) -> str:
+    return f"{int(gb)}GB" if gb == int(gb) else f"{round(gb * 1024)}MB"
+
+
+class _Log:
+    """Print and append to ``<folder>/sweep.log`` (timestamped), so job ids outlive the terminal."""
+
+    def __init__(self, folder: Path, echo: Callable[[str], None]):
+        self.path, self.echo = folder / "sweep.log", echo
+
+    def __call__(self, line: str) -> None:
+        self.echo(line)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(f"{datetime.datetime.now().isoformat(timespec='seconds')} {line}\n")
 
 
 @dataclass
@@ -186,28 +259,34 @@ class Result:
     seconds: float | None = None
     job_id: str | None = None
     error: str | None = None
+    state: str | None = None  # the scheduler's state of a failed job (CANCELLED, TIMEOUT, FAILED, ...)
+    log: str | None = None  # the failed job's error log
 
 
 def sweep(config: SweepConfig, executor: str = "local", *, root: Path | None = None, jobs: int = 2,
           force: bool = False, dry_run: bool = False, folder: Path | None = None,
-          echo: Callable[[str], None] = print) -> list[Result]:
+          echo: Callable[[str], None] = print, rerun: str | None = None) -> list[Result]:
     """Run ``config.targets`` and their upstream, ``config.fan_out`` members as ``executor`` jobs (module doc).
 
     ``force`` reruns every fanned-out member even when DVC calls it current; the driver's stages follow DVC's own
     staleness. ``jobs`` caps concurrent jobs (local: processes at a time; slurm: the array's parallelism).
-    ``folder`` holds submitit's logs (default ``.sweeps/`` in the repository, ignored by git and DVC).
+    ``folder`` holds submitit's logs and ``sweep.log`` (default ``.sweeps/`` in the repository, ignored by git and
+    DVC). ``rerun`` is the command a failure message tells the user to run again (the CLI passes its own).
     """
     if executor not in EXECUTORS:
-        raise SweepError(f"executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+        raise SweepConfigError(f"executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     if jobs < 1:
-        raise SweepError(f"--jobs must be at least 1, got {jobs}")
+        raise SweepConfigError(f"--jobs must be at least 1, got {jobs}")
     root = Path(root or repo_root()).resolve()
     graph = stage_graph(root)
     for name in config.fan_out:
         if name not in graph and not any(s.startswith(name + "@") for s in graph):
-            raise SweepError(f"fan_out names {name!r}, which is no stage of dvc.yaml")
+            raise SweepConfigError(f"fan_out names {name!r}, which is no stage of dvc.yaml")
     waves = plan(graph, config.targets, config.fan_out)
-    folder = Path(folder or root / ".sweeps")
+    folder = Path(folder or root / ".sweeps").resolve()
+    if not dry_run:
+        echo = _Log(folder, echo)
+        echo(f"sweep of {', '.join(config.targets)} with {executor} jobs (fan_out: {', '.join(config.fan_out)})")
     results: list[Result] = []
     for i, wave in enumerate(waves, 1):
         echo(f"wave {i}/{len(waves)}: {len(wave.local)} in the driver, {len(wave.jobs)} fanned out")
@@ -228,9 +307,13 @@ def sweep(config: SweepConfig, executor: str = "local", *, root: Path | None = N
             _dvc(root, "commit", "--force", *[r.stage for r in done])
         results += done + failed
         if failed:
-            lines = "\n".join(f"  {r.stage}: {r.error}" for r in failed)
-            raise SweepError(f"{len(failed)} of {len(todo)} jobs failed (the {len(done)} that succeeded are "
-                             f"committed; logs under {folder}):\n{lines}")
+            lines = "\n".join(f"  {r.stage}: job {r.job_id} {r.state or 'FAILED'}: {r.error}\n    log: {r.log}"
+                              for r in failed)
+            again = rerun or "the same `biaslab sweep` command"
+            raise SweepError(f"{len(failed)} of {len(todo)} jobs failed; the {len(done)} that succeeded are "
+                             f"committed, the failed ones left no output in DVC's lock:\n{lines}\n"
+                             f"rerun {again} to submit only what is missing (one member alone: "
+                             f"`dvc repro --single-item {failed[0].stage}`)")
     return results
 
 
@@ -244,6 +327,7 @@ def _submit(root: Path, members: list[str], config: SweepConfig, executor: str, 
         by_group.setdefault(m if m in config.fan_out else m.partition("@")[0], []).append(m)
     done: list[Result] = []
     failed: list[Result] = []
+    squeue = executor == "slurm" and not slurm_has_accounting()
     for group, items in by_group.items():
         ex = _executor(executor, folder, config.fan_out[group], group, jobs, config.slurm)
         cmds = [stage_decl.resolve(m, root)["cmd"] for m in items]
@@ -254,15 +338,48 @@ def _submit(root: Path, members: list[str], config: SweepConfig, executor: str, 
             batch = items[lo:lo + step]
             with ex.batch():
                 handles = [ex.submit(run_member, str(root), m, c) for m, c in zip(batch, cmds[lo:lo + step], strict=True)]
-            echo(f"{group}: submitted {', '.join(f'{m} ({h.job_id})' for m, h in zip(batch, handles, strict=True))}")
+            if squeue:
+                for h in handles:  # submitit builds array jobs as plain SlurmJob: their watcher is swapped here
+                    h.watcher = SQUEUE
+                    SQUEUE.register_job(h.job_id)
+            echo(f"{group}: submitted {', '.join(f'{m} (job {h.job_id})' for m, h in zip(batch, handles, strict=True))}")
             for m, h in tqdm(list(zip(batch, handles, strict=True)), desc=group, unit="job"):
                 try:
                     out = h.result()
                     done.append(Result(m, "job", out["seconds"], str(h.job_id)))
+                    echo(f"{m}: job {h.job_id} done in {out['seconds']} s")
                 except Exception as err:  # the job's own exception, re-raised by submitit with its traceback
-                    failed.append(Result(m, "job", None, str(h.job_id), f"{type(err).__name__}: "
-                                         f"{str(err).strip().splitlines()[-1] if str(err).strip() else ''}"))
+                    failed.append(r := Result(m, "job", None, str(h.job_id), _reason(err), _state(h),
+                                              str(h.paths.stderr)))
+                    echo(f"{m}: job {r.job_id} {r.state or 'FAILED'}: {r.error} (log: {r.log})")
     return done, failed
+
+
+def _state(job, settle_s: float = 30) -> str | None:
+    """The scheduler's final state of a job whose result came back as a failure (waits while it is COMPLETING)."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            state = job.watcher.get_state(job.job_id, mode="force").split()[0]  # "CANCELLED by 0" -> "CANCELLED"
+        except Exception:  # a scheduler that cannot tell (local processes) or is unreachable
+            return None
+        if state not in ("COMPLETING", "RUNNING", "PENDING") or time.monotonic() > deadline:
+            return None if state == "UNKNOWN" else state
+        time.sleep(1)
+
+
+def _reason(err: Exception) -> str:
+    """One line: the job's own error (its last line), or that the scheduler ended it without a result."""
+    text = str(err).strip()
+    ended = re.search(r"has not produced any output \(state: ([^)]*)\)", text)
+    if ended:
+        return f"ended by the scheduler without a result ({ended.group(1)})"
+    if isinstance(err, submitit.core.utils.FailedJobError):  # "... with trace:\n-----\n<traceback>\n-----\n<log paths>"
+        trace = [line.strip() for line in ([*re.split(r"^-{10,}$", text, flags=re.M), "", ""])[1].splitlines()]
+        last = next((line for line in reversed(trace) if line), "")
+        return re.sub(r"^(?:\w+\.)+(\w+:)", r"\1", last)  # "biaslab.sweep.SweepError: ..." -> "SweepError: ..."
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[-1] if lines else ''}"
 
 
 def summary(results: list[Result]) -> str:
