@@ -113,7 +113,7 @@ def test_unknown_stage_and_unknown_override_fail_before_any_kernel(project):
 
 def test_invalid_params_fail_before_any_kernel(project):
     (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("seed: 42", "seed: forty"))
-    assert run.main(["ragfair_seat"]) == 1
+    assert run.main(["ragfair_seat"]) == 2  # invalid input: nothing ran (tests/test_cli.py: exit statuses)
     assert not (project / "reports").exists()
 
 

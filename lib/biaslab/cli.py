@@ -32,7 +32,7 @@ def _cmd_run(args) -> int:
     from . import run
 
     argv = [args.stage, *functools.reduce(operator.iadd, (["--set", s] for s in args.set), [])]
-    return run.main(argv)
+    return run.main(argv + (["--out", str(args.out)] if args.out else []))
 
 
 def _cmd_fetch(args) -> int:
@@ -55,7 +55,7 @@ def _cmd_models(args) -> int:
 
     settings = load_params(sections=["models"]).models
     if args.check:
-        for name, path in models.preflight(args.check, settings).items():
+        for name, path in models.preflight([_model_name(n) for n in args.check], settings).items():
             print(f"{name}: {path}")
         return 0
     for row in models.describe(settings):
@@ -84,7 +84,7 @@ def _cmd_seat(args) -> int:
 
     p = load_params(sections=["common", "data", "models", "ragfair"])
     s = p.ragfair.seat
-    name = args.model or s.model
+    name = _model_name(args.model or s.model)
     folder = models.preflight([name], p.models)[name]
     enc = Encoder(folder, device=p.common.device, batch_size=p.common.batch_size)
     tests = seat_data.load_tests(args.tests or list(s.tests) or None, resolve(p.data.raw_dir))
@@ -111,23 +111,24 @@ def _cmd_detect(args) -> int:
     if args.file:
         texts += [t for t in Path(args.file).read_text(encoding="utf-8").splitlines() if t.strip()]
     if not texts:
-        raise SystemExit("biaslab detect: give text(s) or --file")
+        raise UsageError("give text(s) or --file")
+    model = _model_name(args.model)
     ref_path = Path(args.reference)
     if not ref_path.suffix:
         ref_path = repo_root() / "data/processed/intersect" / args.reference / "reference.parquet"
     if not ref_path.is_file():
-        raise SystemExit(f"biaslab detect: reference corpus {ref_path} not found; build it with "
-                         f"`dvc repro intersect_reference@{args.reference}` or pass a .parquet with text,label")
+        raise FileNotFoundError(f"reference corpus {ref_path} not found; build it with "
+                                f"`dvc repro intersect_reference@{args.reference}` or pass a .parquet with text,label")
     E = p.intersect.evaluate
     agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
-    folder = models.preflight([args.model], p.models)[args.model]
+    folder = models.preflight([model], p.models)[model]
     det = Detector(Encoder(folder, device=p.common.device, batch_size=p.common.batch_size), pd.read_parquet(ref_path))
     k = args.k or E.k
     if k == "validation":  # the depth the last evaluation chose on the validation split
         chosen = repo_root() / "reports/intersect/results/metrics.json"
         if not chosen.is_file():
-            raise SystemExit(f"biaslab detect: intersect.evaluate.k is 'validation' and {chosen} does not exist yet "
-                             "(run `dvc repro intersect_evaluate`); or pass --k")
+            raise FileNotFoundError(f"intersect.evaluate.k is 'validation' and {chosen} does not exist yet "
+                                    "(run `dvc repro intersect_evaluate`); or pass --k")
         k = int(json.loads(chosen.read_text(encoding="utf-8"))["k"])
     results = det.detect(texts, k=k, **agg)
     if args.json:
@@ -168,8 +169,8 @@ def _cmd_claims(args) -> int:
     for paper in papers:
         path = root / "reports" / paper / "results" / "claims.csv"
         if not path.exists():
-            print(f"biaslab: {path} does not exist; run the stage that writes it (dvc repro)", file=sys.stderr)
-            return 2
+            print(f"biaslab claims: {path} does not exist; run the stage that writes it (dvc repro)", file=sys.stderr)
+            return 1
         print(f"### {paper}\n\n{claims.markdown(claims.read(path))}\n")
     return 0
 
@@ -188,14 +189,14 @@ def _cmd_card(args) -> int:
         probes = load.load_probes(root, P)
     except FileNotFoundError as err:
         print(f"biaslab card: {err}", file=sys.stderr)
-        return 2
+        return 1
 
     def card_of(source: str) -> measure.Card:
         enc = load.load_encoder(source, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
                                    max_seq_length=P.cards.max_seq_length)
         return measure.encoder_card(enc, source, probes)
 
-    card = card_of(args.model)
+    card = card_of(_model_name(args.model))
     against = P.cards.base_models[0] if args.against is None else args.against
     U = P.common.uncertainty
     changes = None
@@ -238,7 +239,11 @@ def _cmd_sweep(args) -> int:
 
     try:
         results = sweep.sweep(sweep.load_config(args.file), args.executor, jobs=args.jobs, force=args.force,
-                              dry_run=args.dry_run, folder=args.folder)
+                              dry_run=args.dry_run, folder=args.folder,
+                              rerun=f"`biaslab sweep {args.file} --executor {args.executor}`")
+    except sweep.SweepConfigError as err:
+        print(f"biaslab sweep: {err}", file=sys.stderr)
+        return 2
     except sweep.SweepError as err:
         print(f"biaslab sweep: {err}", file=sys.stderr)
         return 1
@@ -246,25 +251,90 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="biaslab", description="biaslab: bias in text encoders and retrievers")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="execute one notebook stage with papermill")
-    r.add_argument("stage")
-    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+class UsageError(ValueError):
+    """The command as given cannot be run (a missing argument, an unknown name): exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every option's default in its help; an epilog may be a function (the run command's stage list), called only
+    when the help is printed."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _stage_list() -> str:
+    """The stages of this project's dvc.yaml, for ``biaslab run --help`` (foreach stages with their members)."""
+    from . import stages
+
+    try:
+        names = stages.all_stages()
+    except Exception as err:  # outside a project, or a dvc.yaml DVC cannot read
+        return f"stages: cannot list them here ({err})"
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        stage, _, member = name.partition("@")
+        groups.setdefault(stage, []).extend([member] if member else [])
+    lines = [f"  {g}" + (f"@{{{','.join(m)}}}" if m else "") for g, m in groups.items()]
+    return "stages (dvc.yaml):\n" + "\n".join(lines)
+
+
+def _model_name(name: str) -> str:
+    """``name`` if it is a registered model, a ``models.local_dirs`` entry or an existing folder; else a usage error
+    with the closest registered name (a missing folder under data/models/ names the stage that builds it)."""
+    from . import models
+    from .config import load_params
+    from .stages import did_you_mean
+
+    local = load_params(sections=["models"]).models.local_dirs or {}
+    if name in models.REGISTRY or name in local or Path(name).expanduser().is_dir():
+        return name
+    if "/" in name:
+        built = " (trained models under data/models/ are built by `dvc repro`)" if "data/models/" in name else ""
+        raise UsageError(f"model folder {name} not found{built}")
+    raise UsageError(f"unknown model {name!r}{did_you_mean(name, [*models.REGISTRY, *local])}; registered: "
+                     f"{', '.join(sorted(models.REGISTRY))} (or a sentence-transformers folder)")
+
+
+EXIT_STATUS = """exit status: 0 done; 2 the command or its input is invalid (usage, an unknown stage, key or model, a value or
+file that fails validation); 1 the work itself failed (a stage, a job, an input that is not built yet)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="biaslab", description="biaslab: bias in text encoders and retrievers", epilog=EXIT_STATUS)
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    r = sub.add_parser("run", help="execute one notebook stage with papermill (as DVC does)",
+                       description="Execute one notebook stage with papermill, as `dvc repro STAGE` does.",
+                       epilog=lambda: f"{_stage_list()}\n\n{EXIT_STATUS}")
+    r.add_argument("stage", help="a stage of dvc.yaml; name@member for a foreach stage (listed below)")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one value (YAML); NAME is a name of the notebook's parameters cell (seed=1) or a "
+                        "params.yaml key the stage reads (common.seed=1, or one entry inside a mapping it reads); "
+                        "repeatable")
+    r.add_argument("--out", type=Path, help="where to write the executed notebook (default: the stage's .ipynb output)")
     r.set_defaults(fn=_cmd_run)
     f = sub.add_parser("fetch", help="fetch and check data sets into data/raw")
-    f.add_argument("datasets", nargs="*")
+    f.add_argument("datasets", nargs="*", help="data sets of the manifest (default: params.yaml's data.datasets)")
     f.set_defaults(fn=_cmd_fetch)
     m = sub.add_parser("models", help="list models / check that some are available")
-    m.add_argument("--check", nargs="+", metavar="NAME")
+    m.add_argument("--check", nargs="+", metavar="NAME", help="resolve these models and print their folders")
     m.set_defaults(fn=_cmd_models)
     pp = sub.add_parser("params", help="validate params.yaml (and optionally merge an override file into it)")
-    pp.add_argument("--apply", metavar="FILE", help="e.g. configs/paper-scale.yaml")
+    pp.add_argument("--apply", metavar="FILE", help="an override file to merge first, e.g. configs/paper-scale.yaml")
     pp.set_defaults(fn=_cmd_params)
     s = sub.add_parser("seat", help="SEAT audit of an encoder")
-    s.add_argument("--model")
-    s.add_argument("--tests", nargs="+")
+    s.add_argument("--model", help="a registered model or a folder (default: params.yaml's ragfair.seat.model)")
+    s.add_argument("--tests", nargs="+", help="SEAT test names (default: params.yaml's ragfair.seat.tests)")
     s.set_defaults(fn=_cmd_seat)
     d = sub.add_parser("detect", help="predict bias labels of text(s) with a trained retriever (intersect §5)")
     d.add_argument("texts", nargs="*", help="paragraphs to classify")
@@ -272,12 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--model", default="data/models/intersect/indic-srk4-C1",
                    help="trained retriever folder or a registered model name")
     d.add_argument("--reference", default="indic", help="indic | western | a .parquet with text,label columns")
-    d.add_argument("--k", type=int, help="retrieved sentences (default: intersect.evaluate.k, or the k the evaluation chose)")
+    d.add_argument("--k", type=int, help="retrieved sentences (default: intersect.evaluate.k, or the k the "
+                                         "evaluation chose)")
     d.add_argument("--show", type=int, default=5, help="evidence sentences to print per text")
     d.add_argument("--json", action="store_true", help="machine-readable output with all evidence")
     d.set_defaults(fn=_cmd_detect)
     t = sub.add_parser("timings", help="tabulate the stage timings logged with BIASLAB_TIMINGS=FILE")
-    t.add_argument("file")
+    t.add_argument("file", help="the timings file (JSON lines)")
     t.add_argument("--cells", type=int, default=1, help="slowest cells to show per stage run")
     t.set_defaults(fn=_cmd_timings)
     dp = sub.add_parser("deps", help="check that every stage lists the library modules, raw data and params it uses")
@@ -295,22 +366,31 @@ def main(argv: list[str] | None = None) -> int:
     cd.set_defaults(fn=_cmd_card)
     sw = sub.add_parser("sweep", help="run a grid with its members as scheduler jobs (submitit: local, debug, slurm)")
     sw.add_argument("file", help="a sweep file, e.g. configs/sweeps/paper-scale.yaml")
-    sw.add_argument("--executor", required=True, choices=["local", "debug", "slurm"])
+    sw.add_argument("--executor", required=True, choices=["local", "debug", "slurm"], help="where the jobs run")
     sw.add_argument("--jobs", type=int, default=2, help="jobs at a time (local) / the array's parallelism (slurm)")
     sw.add_argument("--force", action="store_true", help="rerun every fanned-out member, even those DVC calls current")
     sw.add_argument("--dry-run", action="store_true", help="print the waves without running anything")
-    sw.add_argument("--folder", type=Path, help="submitit's logs (default: .sweeps/ in the repository)")
+    sw.add_argument("--folder", type=Path, help="submitit's job logs and sweep.log, the job ids of every member "
+                    "(default: .sweeps/ in the repository)")
     sw.set_defaults(fn=_cmd_sweep)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from .config import ParamsError
     from .data import DataError
     from .models import ModelUnavailableError
+    from .stages import StageError
 
     try:
         return args.fn(args)
-    except (ParamsError, DataError, ModelUnavailableError) as err:
-        print(f"biaslab: {err}", file=sys.stderr)
+    except (UsageError, ParamsError, DataError, StageError, ModelUnavailableError) as err:
+        print(f"biaslab {args.cmd}: {err}", file=sys.stderr)  # a known model without weights here: nothing ran
         return 2
+    except (RuntimeError, FileNotFoundError) as err:
+        print(f"biaslab {args.cmd}: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ the data manifest). A data reader module in that closure (one with a ``DATASET``
 folder ``data/raw/<dataset>``.
 
 ``INFRASTRUCTURE`` is left out of every closure: the runner and the code that only moves a stage's work around
-(reading params.yaml and dvc.yaml, paths, atomic renames, timing logs, the command line, sweeps). It decides
+(reading params.yaml and dvc.yaml, paths, atomic renames, timing logs, the command line, sweeps, raw-data checks). It decides
 no output's bytes — the integration test reruns stages and compares outputs byte for byte — so editing it leaves
 every stage current. What decides bytes stays in: the file formats (``biaslab.io``), seeding
 (``biaslab.runtime``), the computations.
@@ -39,7 +39,7 @@ PACKAGE = "biaslab"
 PACKAGE_DATA = {"data/fetch.py": ("data/manifest.json",)}
 # Modules that run stages but decide none of their outputs (see the module docstring): never a stage dependency.
 INFRASTRUCTURE = frozenset({"run", "stages", "config", "overrides", "paths", "atomic", "usage", "deps", "notebook_params",
-                            "cli", "sweep"})
+                            "cli", "sweep", "rawcheck"})
 
 
 def lib_root(root: Path) -> Path:

@@ -12,6 +12,10 @@ that runs *this* interpreter (never a stray user-level kernelspec), with the rep
 ``PYTHONHASHSEED`` set to the stage's effective ``common.seed``, progress bars off and the Hugging Face stack
 offline unless ``models.allow_downloads`` is true.
 
+Before the kernel starts, the ``data/raw`` files the stage reads are checked against the data manifest's size
+and SHA-256 (:mod:`biaslab.rawcheck`; cached on size and mtime): a file that differs stops the stage, nothing
+written.
+
 The executed notebook is stripped of run metadata (timestamps, durations, random cell ids) and written
 atomically only when every cell succeeded; a failed run is kept under the cache folder for inspection
 and the command exits non-zero, leaving the stage's previous outputs untouched. Temporary files that a killed run
@@ -38,10 +42,10 @@ from typing import Any
 
 import yaml
 
-from . import config, stages, usage
+from . import config, rawcheck, stages, usage
 from .atomic import remove_stale_temps
 from .io import write_text
-from .paths import cache_dir, repo_root
+from .paths import cache_dir, repo_root, resolve
 
 KERNEL_NAME = "biaslab-python"
 
@@ -210,6 +214,50 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def resolve_sets(sets: dict[str, Any], stage: str, declared: set[str], root: Path) -> dict[str, Any]:
+    """``--set`` overrides as the notebook's parameter names: each key is a parameters-cell name (``seed``) or a
+    params.yaml key the stage reads (``common.seed``); a key inside a listed mapping (``ragfair.train.runs.lora.
+    alpha`` where the stage reads ``ragfair.train.runs``) overrides that one entry of the params.yaml value.
+    Anything else is an error naming what the stage takes, with the closest match."""
+    import copy
+
+    by_key = {dotted: name for name, dotted in config.leaf_names(
+        stages.params_keys(stages.resolve(stage, root))).items()}
+    raw = None
+    out: dict[str, Any] = {}
+    for given, value in sets.items():
+        if given in declared or (given not in by_key and "." not in given):
+            out[given] = value  # a cell name, or an unknown short name that execute() reports
+            continue
+        if given in by_key:
+            out[by_key[given]] = value
+            continue
+        leaf = next((k for k in by_key if given.startswith(k + ".")), None)
+        if leaf is None:
+            raise config.ParamsError(
+                f"--set {given}: stage {stage!r} reads no params.yaml key {given!r}"
+                f"{stages.did_you_mean(given, [*by_key, *declared])}; it takes its parameters cell's names or the keys it "
+                f"reads: {', '.join(sorted(by_key))}")
+        name = by_key[leaf]
+        if name not in out:
+            raw = raw if raw is not None else config.read_yaml(config.params_path(root))
+            node = raw
+            for part in leaf.split("."):
+                node = node[part]
+            out[name] = copy.deepcopy(node)
+        node = out[name]
+        *inner, last = given[len(leaf) + 1:].split(".")
+        for part in inner:
+            if not isinstance(node, dict) or part not in node:
+                raise config.ParamsError(f"--set {given}: {leaf} has no entry {part!r}"
+                                         f"{stages.did_you_mean(part, node if isinstance(node, dict) else [])}")
+            node = node[part]
+        if not isinstance(node, dict):
+            raise config.ParamsError(f"--set {given}: {given.rsplit('.', 1)[0]} is not a mapping")
+        node[last] = value
+    return out
+
+
 def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = None) -> Path:
     import jupytext
     import papermill
@@ -223,17 +271,22 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
         raise stages.StageError(f"stage {stage!r}: notebook {nb_path} not found")
     nb = jupytext.read(nb_path)
     declared = parameter_names(nb)
+    parameters = resolve_sets(parameters, stage, declared, root)
     unknown = sorted(set(parameters) - declared)
     if unknown:
+        hint = "".join(stages.did_you_mean(u, declared) for u in unknown)
         raise config.ParamsError(
-            f"{nb_path.relative_to(root)}: parameters {unknown} are not in its parameters cell "
-            f"(it declares {sorted(declared)}); add them to the cell or fix the name"
+            f"{nb_path.relative_to(root)}: parameters {unknown} are not in its parameters cell{hint} "
+            f"(it declares {sorted(declared)}; --set also takes the params.yaml keys the stage reads, e.g. "
+            f"common.seed=1)"
         )
     # the values the notebook will compute with: params.yaml + these overrides, validated before any kernel starts
     effective = config.stage_params(parameters, stage, root, check_hash_seed=False)
     keys = effective.keys_listed
     seed = effective.common.seed if ("common" in keys or "common.seed" in keys) else 0
     allow_downloads = bool(config.read_yaml(config.params_path(root)).get("models", {}).get("allow_downloads"))
+    # the data/raw files it reads match the manifest, before anything is written
+    rawcheck.verify_stage(stage, root, resolve(config.load_params(config.params_path(root), ["data"]).data.raw_dir, root))
 
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         [str(ensure_kernel()), *filter(None, [os.environ.get("JUPYTER_PATH")])])
@@ -290,12 +343,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m biaslab.run", description=__doc__.split("\n\n")[0])
     ap.add_argument("stage", help="stage name in dvc.yaml (name@member for foreach stages)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="override one notebook parameter (YAML value); repeatable")
+                    help="override one value (YAML): a parameters-cell name (seed=1) or a params.yaml key the stage "
+                         "reads (common.seed=1); repeatable")
     ap.add_argument("--out", type=Path, help="where to write the executed notebook (default: the stage's .ipynb out)")
     args = ap.parse_args(argv)
+    from .data import DataError
+
     try:
         out = execute(args.stage, parse_sets(args.set), args.out)
-    except (config.ParamsError, stages.StageError, RuntimeError, FileNotFoundError) as err:
+    except (config.ParamsError, stages.StageError, DataError) as err:  # invalid command or input: nothing ran
+        print(f"biaslab.run: {err}", file=sys.stderr)
+        return 2
+    except (RuntimeError, FileNotFoundError) as err:  # the stage ran and failed
         print(f"biaslab.run: {err}", file=sys.stderr)
         return 1
     print(f"biaslab.run: {args.stage} -> {out}")

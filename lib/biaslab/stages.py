@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,14 @@ def all_stages(root: Path | None = None) -> list[str]:
     return list(_resolver(root or repo_root()).get_keys())
 
 
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` (a typo of a stage, key or model), or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def stage_members(stage: str, root: Path | None = None) -> list[str]:
     """``[stage]`` for a plain stage, ``[stage@m1, stage@m2, ...]`` for a foreach stage."""
     keys = all_stages(root)
@@ -60,7 +69,8 @@ def stage_members(stage: str, root: Path | None = None) -> list[str]:
     members = [k for k in keys if k.startswith(stage + "@")]
     if not members:
         names = sorted({k.split("@")[0] for k in keys})
-        raise StageError(f"dvc.yaml has no stage {stage!r}; stages are: {', '.join(names) or '(none)'}")
+        raise StageError(f"dvc.yaml has no stage {stage!r}{did_you_mean(stage, names)}; stages are: "
+                         f"{', '.join(names) or '(none)'}")
     return members
 
 
@@ -75,7 +85,8 @@ def resolve(stage: str, root: Path | None = None) -> dict[str, Any]:
         if members and not member:
             raise StageError(f"stage {name!r} runs per member: name one, e.g. {name}@{members[0]}")
         if members:
-            raise StageError(f"stage {name!r} has no member {member!r} (members: {members})")
+            raise StageError(f"stage {name!r} has no member {member!r}{did_you_mean(member, members)} "
+                             f"(members: {members})")
         stage_members(name, root)  # raises: no such stage
     try:
         return _resolver(root or repo_root()).resolve_one(stage)[stage]

@@ -1,0 +1,101 @@
+"""The command line as a user meets it: what --help says, what --set takes, "did you mean", and exit statuses
+(2: the command or its input is invalid; 1: the work failed)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+
+import pytest
+
+from biaslab import cli, config, run, stages
+
+from conftest import REPO
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    ap = cli.build_parser()
+    return next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_every_option_of_every_command_shows_its_default_in_help():
+    for name, parser in _commands().items():
+        fmt = parser._get_formatter()
+        for action in parser._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction) or action.required:
+                continue
+            text = fmt._expand_help(action) if action.help else ""
+            assert "default" in text, (name, action.option_strings, text)
+
+
+def test_run_help_lists_the_stages_and_says_what_set_takes(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", "--help"])
+    assert exit_.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ragfair_seat" in out and "cscl_train@{" in out  # plain stages and foreach stages with their members
+    assert "--out" in out and "common.seed=1" in out and "parameters cell" in out
+    assert "exit status" in out
+
+
+def test_set_takes_a_cell_name_or_a_params_key_and_an_entry_inside_a_mapping(project):
+    declared = {"seed", "n_samples", "tests", "model"}
+    assert run.resolve_sets({"common.seed": 1}, "ragfair_seat", declared, project) == {"seed": 1}
+    assert run.resolve_sets({"seed": 1, "ragfair.seat.n_samples": 5}, "ragfair_seat", declared, project) == {
+        "seed": 1, "n_samples": 5}
+    runs = config.read_yaml(project / "params.yaml")["ragfair"]["train"]["runs"]
+    got = run.resolve_sets({"ragfair.train.runs.lora.alpha": 0.5}, "ragfair_train@lora", {"runs"}, project)
+    assert got["runs"]["lora"]["alpha"] == 0.5 and got["runs"]["wiseft"] == runs["wiseft"]  # one entry changed
+    with pytest.raises(config.ParamsError, match=r"reads no params.yaml key 'ragfair.seat.n_sample' \(did you mean "
+                                                 r"'ragfair.seat.n_samples'\?\)"):
+        run.resolve_sets({"ragfair.seat.n_sample": 5}, "ragfair_seat", declared, project)
+    with pytest.raises(config.ParamsError, match=r"has no entry 'lroa' \(did you mean 'lora'\?\)"):
+        run.resolve_sets({"ragfair.train.runs.lroa.alpha": 0.5}, "ragfair_train@lora", {"runs"}, project)
+
+
+def test_a_params_key_reaches_the_kernel_like_its_cell_name(project, monkeypatch):
+    import papermill
+
+    (project / "notebooks" / "ragfair").mkdir(parents=True)
+    shutil.copy(REPO / "notebooks/ragfair/01_seat_audit.py", project / "notebooks/ragfair/01_seat_audit.py")
+    seen = {}
+
+    def fake_execute(nb, out, parameters, **kw):
+        seen.update(parameters)
+        raise papermill.PapermillExecutionError(0, 1, "stop", "Stop", "stopped by the test", [])
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
+    for var in ("PYTHONHASHSEED", "JUPYTER_PATH", "BIASLAB_ROOT", "TQDM_DISABLE", "HF_HUB_OFFLINE",
+                "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "BIASLAB_ALLOW_DOWNLOADS"):
+        monkeypatch.setenv(var, "")
+    assert cli.main(["run", "ragfair_seat", "--set", "ragfair.seat.n_samples=7", "--set", "common.seed=3"]) == 1
+    assert seen == {"n_samples": 7, "seed": 3}
+
+
+def test_unknown_names_get_a_suggestion_and_exit_2(project, capsys):
+    assert cli.main(["run", "ragfair_sea"]) == 2
+    assert "did you mean 'ragfair_seat'?" in capsys.readouterr().err
+    member = stages.all_stages(project)
+    cscl = next(m for m in member if m.startswith("cscl_train@")).split("@")[1]
+    assert cli.main(["run", f"cscl_train@{cscl}x"]) == 2
+    assert f"did you mean '{cscl}'?" in capsys.readouterr().err
+    assert cli.main(["models", "--check", "minlm"]) == 2
+    assert "unknown model 'minlm' (did you mean 'minilm'?)" in capsys.readouterr().err
+
+
+def test_exit_status_is_2_for_invalid_input_and_1_for_work_that_failed(project, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run"])  # argparse: a usage error
+    assert exit_.value.code == 2
+    assert cli.main(["detect"]) == 2 and "give text(s) or --file" in capsys.readouterr().err
+    assert cli.main(["detect", "some text", "--model", "data/models/intersect/nope"]) == 2
+    assert "model folder data/models/intersect/nope not found" in capsys.readouterr().err
+    assert cli.main(["sweep", str(project / "missing.yaml"), "--executor", "local"]) == 2
+    assert "no such sweep file" in capsys.readouterr().err
+    assert cli.main(["claims", "nopaper"]) == 1  # not built (yet): the work cannot be done
+    assert "does not exist; run the stage that writes it" in capsys.readouterr().err
+    (project / "notebooks" / "ragfair").mkdir(parents=True)
+    shutil.copy(REPO / "notebooks/ragfair/01_seat_audit.py", project / "notebooks/ragfair/01_seat_audit.py")
+    (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("seed: 42", "seed: forty"))
+    assert cli.main(["run", "ragfair_seat"]) == 2 and "common.seed" in capsys.readouterr().err
+    assert cli.main(["params"]) == 2
