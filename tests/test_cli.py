@@ -89,7 +89,7 @@ def test_exit_status_is_2_for_invalid_input_and_1_for_work_that_failed(project, 
     assert exit_.value.code == 2
     assert cli.main(["detect"]) == 2 and "give text(s) or --file" in capsys.readouterr().err
     assert cli.main(["detect", "some text", "--model", "data/models/intersect/nope"]) == 2
-    assert "model folder data/models/intersect/nope not found" in capsys.readouterr().err
+    assert "data/models/intersect/nope not found, and no stage of dvc.yaml writes it" in capsys.readouterr().err
     assert cli.main(["sweep", str(project / "missing.yaml"), "--executor", "local"]) == 2
     assert "no such sweep file" in capsys.readouterr().err
     assert cli.main(["claims", "nopaper"]) == 1  # not built (yet): the work cannot be done
@@ -99,3 +99,35 @@ def test_exit_status_is_2_for_invalid_input_and_1_for_work_that_failed(project, 
     (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("seed: 42", "seed: forty"))
     assert cli.main(["run", "ragfair_seat"]) == 2 and "common.seed" in capsys.readouterr().err
     assert cli.main(["params"]) == 2
+
+
+def test_a_missing_input_names_the_stage_that_builds_it(project):
+    from biaslab import stages as st
+
+    assert st.producer("data/processed/ragfair/bbq.parquet", project) == "ragfair_bbq"
+    assert st.producer("reports/intersect/results/k_sweep.csv", project) == "intersect_evaluate"
+    assert st.producer("nowhere/x.csv", project) is None
+    with pytest.raises(FileNotFoundError, match=r"a bias card needs .*bbq.parquet: build it with `dvc repro ragfair_bbq`"):
+        cli._build_inputs([project / "data/processed/ragfair/bbq.parquet"], "a bias card", build=False)
+    with pytest.raises(cli.UsageError, match="no stage of dvc.yaml writes it"):
+        cli._build_inputs([project / "nowhere.csv"], "a bias card", build=True)
+    cli._build_inputs([project / "params.yaml"], "a bias card", build=False)  # present: nothing to build
+
+
+def test_a_card_becomes_a_model_card_section():
+    import pandas as pd
+
+    from biaslab.cards import export
+    from biaslab.cards.measure import Card
+
+    card = Card(summary={"seat_abs_es": 0.31, "spd": 0.04, "spd_min": 0.01}, units=pd.DataFrame())
+    changes = pd.DataFrame({"measure": ["seat_abs_es", "spd"], "checkpoint": "m", "reference": "minilm",
+                            "reference_value": [0.5, 0.05], "bias_change": [-0.19, -0.01],
+                            "ci_low": [float("nan"), -0.02], "ci_high": [float("nan"), 0.001]}).set_index("measure")
+    rec = export.record("my-encoder", card, "minilm", changes)
+    assert rec["checkpoint"] == "my-encoder" and rec["changes"][0]["ci_low"] is None  # NaN -> null in JSON
+    md = export.markdown(rec, 0.95)
+    assert md.startswith("## Bias evaluation") and "`my-encoder`" in md
+    assert "| spd | 0.04 | abs | 0.05 | -0.01 [-0.02, 0.001] |" in md
+    assert "| seat_abs_es | 0.31 | lower | 0.5 | -0.19 |" in md  # no per-unit values: no interval
+    assert "| spd_min | 0.01 | noise band | – | – |" in md

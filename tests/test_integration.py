@@ -550,10 +550,14 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
     assert changes.loc[changes["measure"] == "seat_abs_es", "ci_low"].isna().all()
     # `biaslab card` prints the card the stage wrote (the same functions, settings and stored vectors), and its
     # change against the base encoder is the stage's bias_change row
-    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "card", "data/models/ragfair/lora_wiseft", "--json"],
-                          cwd=root, env=pipeline[1].env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "card", "data/models/ragfair/lora_wiseft", "--json",
+                           "--out", str(root.parent / "card")], cwd=root, env=pipeline[1].env, capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = json.loads(proc.stdout)
+    assert json.loads((root.parent / "card" / "lora_wiseft.card.json").read_text()) == printed  # the file = the print
+    section = (root.parent / "card" / "lora_wiseft.card.md").read_text()
+    assert section.startswith("## Bias evaluation") and "| spd |" in section and "| minilm |" in section
     for m in [*measures, "spd_min", "eod_max"]:
         assert printed[m] == pytest.approx(cards.loc["ragfair/lora_wiseft", m], rel=1e-5), m
     assert printed["against"] == "minilm"
@@ -576,6 +580,28 @@ def test_bias_cards_cover_every_papers_checkpoints(pipeline):
 def _flag(value) -> bool | None:
     """``beyond_noise`` as read from JSON (true / false / null) or CSV (True / False / empty)."""
     return None if value is None or pd.isna(value) else bool(value)
+
+
+def test_detect_builds_a_missing_reference_corpus_with_dvc(pipeline):
+    """On a fresh clone `biaslab detect` needs the reference corpus the pipeline builds: it runs the stage that writes
+    it (DVC, upstream included) instead of failing, and the rebuilt file is the pipeline's bytes."""
+    root, dvc, _, _ = pipeline
+    ref = root / "data/processed/intersect/indic/reference.parquet"
+    before = ref.read_bytes()
+    ref.unlink()
+    env = tool_env(root, set_root=False, BIASLAB_DATA_MIRROR=str(mirror_dir()))
+    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "detect", "--no-build", "a text", "--model", "minilm",
+                           "--reference", "indic", "--k", "1"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 1 and "dvc repro intersect_reference@indic" in proc.stderr and not ref.exists()
+    proc = subprocess.run([sys.executable, "-m", "biaslab.cli", "detect", "The new library opens on Monday.",
+                           "--model", "minilm", "--reference", "indic", "--k", "1", "--json"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "running `dvc repro intersect_reference@indic`" in proc.stderr
+    assert json.loads(proc.stdout[proc.stdout.index("["):])[0]["labels"]
+    assert ref.read_bytes() == before
+    assert "Data and pipelines are up to date" in dvc("status", "intersect_reference@indic").stdout
 
 
 def test_the_report_covers_every_paper(pipeline):

@@ -72,11 +72,33 @@ def test_the_report_reads_every_number_from_its_inputs(tmp_path):
     assert "**Table 3, score** ([table3.csv](alpha/results/table3.csv)): 1 of 2 within ±0.05 of the paper; median " \
            "|difference| 0.137." in md  # row u has no paper value: not compared
     assert "| s | 0.9 | 0.876 | -0.0235 |" in md and "| u |" not in md
-    assert "score (table3.csv): 1 of 2 within ±0.05 of the paper" in page
+    assert "</a>): 1 of 2 within ±0.05 of the paper" in page
     numbers = set(re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", md.replace("−", "-")))
     assert numbers <= inputs | computed, numbers - inputs - computed
     # and a changed output changes the report
     assert "0.977 [0.311" in report.build(_fixture(tmp_path / "b", our_value=0.9766), ["alpha"], PARAMS, PAPER_SCALE)[0]
+
+
+def test_each_figure_once_linked_to_its_notebook_and_identical_outputs_said_so(tmp_path):
+    reports = _fixture(tmp_path)
+    values = yaml.safe_load((reports / "paper_values/alpha.yaml").read_text(encoding="utf-8"))
+    values["artefacts"].append({"id": "Figure 5", "ref": "§5", "shows": "the same figure again",
+                                "ours": ["alpha/results/fig2_x.png"]})
+    (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(values, allow_unicode=True), encoding="utf-8")
+    claims = pd.read_csv(reports / "alpha/results/claims.csv")
+    claims.loc[2, ["our_value", "ci_low", "ci_high"]] = 0.0
+    claims.to_csv(reports / "alpha/results/claims.csv", index=False)
+    made_by = {"alpha/results": "alpha/03_analysis.ipynb", "alpha/results/table3.csv": "alpha/02_tables.ipynb"}
+    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE, made_by)
+    assert page.count("<img src='alpha/results/fig2_x.png'") == 1 and len(re.findall(r"!\[[^\]]*\]\(alpha/results/fig2_x.png\)", md)) == 1
+    assert "shown above, under <a href='#alpha-Figure-2'>" in page and "id='alpha-Figure-2'" in page
+    # the longest output path wins: the table's own stage, the folder's for the figures and the claims
+    assert "alpha/results/table3.csv</a> · made by <a href='alpha/02_tables.ipynb'>" in page
+    assert "fig2_y.png</a> · made by <a href='alpha/03_analysis.ipynb'>" in page
+    assert "made by [alpha/03_analysis.ipynb](alpha/03_analysis.ipynb)" in md
+    assert "no change (identical outputs): 0 [0, 0]" in page and "no change (identical outputs)" in md
+    assert page.count("<svg class='ci'") == 3 and "<div class='scroll'>" in page
+    assert "paper −61.5" in page or "paper -61.5" in page  # the paper's value is marked where it is a number
 
 
 def test_a_missing_output_or_bad_artefact_file_fails_naming_it(tmp_path):

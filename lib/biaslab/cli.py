@@ -112,13 +112,17 @@ def _cmd_detect(args) -> int:
         texts += [t for t in Path(args.file).read_text(encoding="utf-8").splitlines() if t.strip()]
     if not texts:
         raise UsageError("give text(s) or --file")
+    if not args.model.startswith("data/models/"):
+        _model_name(args.model)  # a typo fails before anything is built
+    if args.model.startswith("data/models/") and not Path(args.model).is_dir():  # a retriever the pipeline trains
+        _build_inputs([repo_root() / args.model], "detect", not args.no_build)
     model = _model_name(args.model)
     ref_path = Path(args.reference)
-    if not ref_path.suffix:
+    if not ref_path.suffix:  # a corpus name: the pipeline's reference corpus, built here when missing
         ref_path = repo_root() / "data/processed/intersect" / args.reference / "reference.parquet"
-    if not ref_path.is_file():
-        raise FileNotFoundError(f"reference corpus {ref_path} not found; build it with "
-                                f"`dvc repro intersect_reference@{args.reference}` or pass a .parquet with text,label")
+        _build_inputs([ref_path], "detect", not args.no_build)
+    elif not ref_path.is_file():
+        raise UsageError(f"reference corpus {ref_path} not found (a .parquet with text,label columns)")
     E = p.intersect.evaluate
     agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
     folder = models.preflight([model], p.models)[model]
@@ -175,45 +179,79 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+def _build_inputs(paths: dict[str, Path] | list[Path], what: str, build: bool) -> None:
+    """Make the missing ones among ``paths`` by running, with ``dvc repro`` (upstream included), the stages of
+    dvc.yaml that write them, one progress step per stage; with ``build`` false, fail naming the command instead."""
+    import subprocess
+
+    from tqdm.auto import tqdm
+
+    from . import stages
+    from .paths import repo_root
+
+    root = repo_root()
+    missing = [Path(p) for p in (paths.values() if isinstance(paths, dict) else paths) if not Path(p).exists()]
+    if not missing:
+        return
+    targets = []
+    for p in missing:
+        stage = stages.producer(Path(p).resolve().relative_to(root.resolve()), root)
+        if stage is None:
+            raise UsageError(f"{p} not found, and no stage of dvc.yaml writes it")
+        targets.append(stage)
+    targets = list(dict.fromkeys(targets))
+    command = f"dvc repro {' '.join(targets)}"
+    if not build:
+        raise FileNotFoundError(f"{what} needs {', '.join(map(str, missing))}: build it with `{command}`")
+    print(f"biaslab: {what} needs inputs that are not built yet; running `{command}` (with the stages upstream "
+          "of them that are not current)", file=sys.stderr)
+    dvc = Path(sys.executable).parent / "dvc"
+    for stage in tqdm(targets, desc="building inputs", unit="stage"):
+        proc = subprocess.run([str(dvc) if dvc.exists() else "dvc", "repro", stage], cwd=root)
+        if proc.returncode != 0:
+            raise RuntimeError(f"`dvc repro {stage}` failed (exit {proc.returncode}); its output is above")
+
+
 def _cmd_card(args) -> int:
     import json
 
     from .cards import changes as card_changes
-    from .cards import load, measure
+    from .cards import export, load, measure
     from .config import load_params
+    from .io import write_json, write_text
     from .paths import repo_root
 
     root = repo_root()
     P = load_params(sections=["common", "data", "models", "ragfair", "fairrank", "cards"])
-    try:
-        probes = load.load_probes(root, P)
-    except FileNotFoundError as err:
-        print(f"biaslab card: {err}", file=sys.stderr)
-        return 1
+    model = _model_name(args.model)
+    _build_inputs(load.input_paths(root, P), "a bias card", not args.no_build)
+    probes = load.load_probes(root, P)
 
     def card_of(source: str) -> measure.Card:
         enc = load.load_encoder(source, root, P.models, device=P.common.device, batch_size=P.common.batch_size,
                                    max_seq_length=P.cards.max_seq_length)
         return measure.encoder_card(enc, source, probes)
 
-    card = card_of(_model_name(args.model))
+    card = card_of(model)
     against = P.cards.base_models[0] if args.against is None else args.against
     U = P.common.uncertainty
     changes = None
-    if against.lower() != "none" and against != args.model:
-        changes = card_changes.compare(card, args.model, card_of(against), against, rounds=U.rounds,
-                                  confidence=U.confidence, seed=P.common.seed, test_rounds=P.cards.permutation_rounds,
-                                  p_adjust=P.cards.p_adjust).set_index("measure")
+    if against.lower() != "none" and against != model:
+        changes = card_changes.compare(card, model, card_of(_model_name(against)), against, rounds=U.rounds,
+                                       confidence=U.confidence, seed=P.common.seed,
+                                       test_rounds=P.cards.permutation_rounds,
+                                       p_adjust=P.cards.p_adjust).set_index("measure")
+    rec = export.record(model, card, against if changes is not None else None, changes)
+    if args.out:
+        stem = Path(model.rstrip("/")).name
+        write_json(Path(args.out) / f"{stem}.card.json", rec)
+        write_text(Path(args.out) / f"{stem}.card.md", export.markdown(rec, U.confidence))
+        print(f"biaslab card: wrote {Path(args.out) / stem}.card.json and .card.md", file=sys.stderr)
     if args.json:
-        out = {"checkpoint": args.model, **card.summary}
-        if changes is not None:
-            records = changes.drop(columns=["checkpoint", "reference"]).reset_index().to_dict("records")
-            out |= {"against": against, "changes": [{k: None if isinstance(v, float) and v != v else v
-                                                     for k, v in r.items()} for r in records]}  # NaN: no interval
-        print(json.dumps(out, indent=2))
+        print(json.dumps(rec, indent=2))
         return 0
     width = max(map(len, card.summary))
-    print(f"bias card of {args.model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
+    print(f"bias card of {model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
     if changes is not None:
         print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}) with "
               f"its paired {U.confidence:.0%} interval over queries / questions and the randomisation test's p "
@@ -346,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "evaluation chose)")
     d.add_argument("--show", type=int, default=5, help="evidence sentences to print per text")
     d.add_argument("--json", action="store_true", help="machine-readable output with all evidence")
+    d.add_argument("--no-build", action="store_true", help="fail instead of building a missing reference corpus or "
+                   "retriever with dvc repro")
     d.set_defaults(fn=_cmd_detect)
     t = sub.add_parser("timings", help="tabulate the stage timings logged with BIASLAB_TIMINGS=FILE")
     t.add_argument("file", help="the timings file (JSON lines)")
@@ -361,6 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     cd = sub.add_parser("card", help="a cross-paper bias card of one encoder (the cards stage's measures)")
     cd.add_argument("model", help="a registry name (e.g. minilm) or a sentence-transformers folder")
     cd.add_argument("--json", action="store_true", help="machine-readable output")
+    cd.add_argument("--out", type=Path, metavar="DIR", help="also write MODEL.card.json and MODEL.card.md (a section "
+                    "ready to paste into a model card) there")
+    cd.add_argument("--no-build", action="store_true", help="fail instead of building the probe data it reads "
+                    "with dvc repro")
     cd.add_argument("--against", metavar="REF", help="also measure REF (default: the first of cards.base_models; "
                     "'none' to skip) and print each measure's change in bias against it, as the cards stage does")
     cd.set_defaults(fn=_cmd_card)

@@ -24,7 +24,49 @@ def _num(x) -> str:
 
 
 def _ours(r) -> str:
-    return f"{_num(r.our_value)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
+    text = f"{_num(r.our_value)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
+    if r.our_value == 0 and r.ci_low == 0 and r.ci_high == 0:  # every unit gave the same output with and without
+        return f"no change (identical outputs): {text}"
+    return text
+
+
+def _float(x) -> float | None:
+    try:
+        v = float(str(x).replace("−", "-"))
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def interval_svg(r) -> str:
+    """A small forest-plot mark of one claim: our interval (bar) and estimate (dot), 0 (grey line) and the paper's
+    value (red tick) where it is a number, on one scale."""
+    lo, hi, v = _float(r.ci_low), _float(r.ci_high), _float(r.our_value)
+    if lo is None or hi is None or v is None:
+        return ""
+    paper = _float(r.paper_value)
+    pts = [lo, hi, v, 0.0, *([paper] if paper is not None else [])]
+    a, b = min(pts), max(pts)
+    b = b if b > a else a + 1.0
+
+    def x(t: float) -> float:
+        return round(4 + (t - a) / (b - a) * 112, 1)
+
+    marks = [f"<line x1='{x(0)}' y1='1' x2='{x(0)}' y2='15' stroke='#bbb'/>",
+             f"<line x1='{x(lo)}' y1='8' x2='{x(hi)}' y2='8' stroke='#333' stroke-width='2'/>",
+             f"<circle cx='{x(v)}' cy='8' r='3' fill='#333'/>"]
+    if paper is not None:
+        marks.append(f"<line x1='{x(paper)}' y1='2' x2='{x(paper)}' y2='14' stroke='#c00' stroke-width='2'/>")
+    label = f"ours {_num(v)} [{_num(lo)}, {_num(hi)}]" + (f", paper {_num(paper)}" if paper is not None else "")
+    return (f"<svg class='ci' width='120' height='16' viewBox='0 0 120 16' role='img' aria-label='{label}'>"
+            f"<title>{label}</title>{''.join(marks)}</svg>")
+
+
+def notebook_of(path: str, made_by: Mapping[str, str]) -> str | None:
+    """The executed notebook (relative to reports/) of the stage whose output holds ``path`` (relative to
+    reports/): the longest output path that is ``path`` or a folder above it."""
+    best = max((o for o in made_by if path == o or path.startswith(o.rstrip("/") + "/")), key=len, default=None)
+    return made_by[best] if best is not None else None
 
 
 def _change(r) -> str:
@@ -48,7 +90,7 @@ def _scale_text(s: Mapping) -> str:
             f"{', '.join(s['differ'][:6])}{' …' if len(s['differ']) > 6 else ''})")
 
 
-def _status(rep: PaperReport, art: Artefact) -> str:
+def _status(rep: PaperReport, art: Artefact, comparisons: bool = True) -> str:
     sub = rep.artefact_claims(art)
     parts = []
     if art.ours:
@@ -57,7 +99,7 @@ def _status(rep: PaperReport, art: Artefact) -> str:
         parts.append("not regenerated")
     if len(sub):
         parts.append("claims: " + _counts_text(cl.summary(sub)))
-    for c in rep.compared.get(art.id, []):
+    for c in rep.compared.get(art.id, []) if comparisons else []:
         parts.append(f"{c.spec.what} ({Path(c.file).name}): {c.verdict}")
     return "; ".join(parts)
 
@@ -109,22 +151,26 @@ def cards_markdown(moved: pd.DataFrame | None) -> list[str]:
     return lines
 
 
-def cards_html(moved: pd.DataFrame | None) -> str:
-    e = html.escape
+def cards_html(moved: pd.DataFrame | None, made_by: Mapping[str, str] | None = None) -> str:
+    e, made_by = html.escape, made_by or {}
     if moved is None:
         return "<h2 id='cards'>Bias cards across papers</h2><p>Not built yet: <code>dvc repro cards</code>.</p>"
     rows = "".join(f"<tr><td>{e(str(r.measure))}</td><td>{e(str(r.checkpoint))}</td><td>{e(str(r.paper))}</td>"
                    f"<td>{_num(r.value)}</td><td>{_num(r.reference_value)} ({e(str(r.reference))})</td>"
                    f"<td>{_change(r)}</td></tr>" for r in moved.itertuples(index=False))
     return (f"<h2 id='cards'>Bias cards across papers</h2><p>{e(CARDS_INTRO)}</p>"
-            f"<p><a href='{CARDS}/cards.csv'>cards.csv</a>, <a href='{CARDS}/bias_change.csv'>bias_change.csv</a></p>"
-            f"<figure><img src='{CARDS}/heatmap.png' alt='bias cards heatmap'><figcaption>{CARDS}/heatmap.png"
-            "</figcaption></figure><table><tr><th>measure</th><th>checkpoint</th><th>from</th><th>value</th>"
-            f"<th>reference</th><th>change</th></tr>{rows}</table>")
+            f"<p class='made'><a href='{CARDS}/cards.csv'>cards.csv</a>, <a href='{CARDS}/bias_change.csv'>"
+            f"bias_change.csv</a>{_made(f'{CARDS}/cards.csv', made_by)}</p>"
+            f"<figure><img src='{CARDS}/heatmap.png' alt='bias cards heatmap'><figcaption><a href='{CARDS}/heatmap.png'>"
+            f"{CARDS}/heatmap.png</a>{_made(f'{CARDS}/heatmap.png', made_by)}</figcaption></figure>"
+            "<div class='scroll'><table><tr><th>measure</th><th>checkpoint</th><th>from</th><th>value</th>"
+            f"<th>reference</th><th>change</th></tr>{rows}</table></div>")
 
 
-def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None) -> str:
-    """``reports/README.md``: renders on a code host; links relative to reports/."""
+def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: Mapping[str, str] | None = None) -> str:
+    """``reports/README.md``: renders on a code host; links relative to reports/, each figure once, with the
+    executed notebook that made it."""
+    made_by, shown = made_by or {}, set()
     lines = ["# Reproduction report", "",
              "Built by the `report` stage from the stages' outputs (each paper's `results/claims.csv`) and the papers' "
              "artefact lists (`paper_values/<paper>.yaml`). Verdicts are computed by each paper's analysis from "
@@ -144,8 +190,11 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None) -> str:
             lines.append(f"| {art.id} | {art.ref} | {art.shows} | {ours} | {_status(rep, art)} |")
         for art in v.artefacts:
             for p in art.ours:
-                if p.endswith(".png"):
+                if p.endswith(".png") and p not in shown:
+                    shown.add(p)
+                    nb = notebook_of(p, made_by)
                     lines += ["", f"![{v.paper} {art.id}: {art.shows}]({p})"]
+                    lines += ["", f"*{art.id}* — made by [{nb}]({nb})"] if nb else []
         numbers = [(art, c) for art in v.artefacts for c in rep.compared.get(art.id, [])]
         if numbers:
             lines += ["", "### The paper's numbers beside ours"]
@@ -157,7 +206,9 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None) -> str:
             for r in c.table.itertuples(index=False):
                 keys = [_cell(r[i]) for i in range(len(c.spec.key))]
                 lines.append("| " + " | ".join([*keys, _num(r.paper), _num(r.ours), _num(r.difference)]) + " |")
-        lines += ["", "### Claims", "", "| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
+        claims_nb = notebook_of(f"{v.paper}/results/claims.csv", made_by)
+        lines += ["", "### Claims", ""] + ([f"Made by [{claims_nb}]({claims_nb}).", ""] if claims_nb else [])
+        lines += ["| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
         for r in rep.claims.itertuples(index=False):
             lines.append(f"| {r.claim} | {r.paper_section} | {r.paper_value} | {_ours(r)} | **{r.verdict}** |")
     lines += cards_markdown(moved)
@@ -180,34 +231,54 @@ def _preview(path: Path) -> str:
     return table + (f"<p class='more'>… {more} more rows in the file</p>" if more > 0 else "")
 
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}
-th{background:#f3f3f3}.reproduced{color:#176317;font-weight:600}.contradicted{color:#a11;font-weight:600}
+CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222}
+h1{margin:.3em 0}table{border-collapse:collapse;font-size:13px;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}th{background:#f3f3f3}
+.scroll{overflow-x:auto;max-width:100%}p,li,figcaption{overflow-wrap:anywhere}
+.reproduced{color:#176317;font-weight:600}.contradicted{color:#a11;font-weight:600}
 .inconclusive{color:#8a6d00;font-weight:600}img{max-width:100%;border:1px solid #eee}.preview{font-size:11px}
-.more{font-size:11px;color:#666}figure{margin:1em 0}figcaption{font-size:13px;color:#444}"""
+.more,.made{font-size:12px;color:#555}figure{margin:1em 0}figcaption{font-size:13px;color:#444}
+.ref{font-weight:normal;color:#555}.shows{margin:.2em 0}svg.ci{vertical-align:middle}"""
 
 
-def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | None) -> str:
-    """``reports/index.html``: the same content with CSV previews, figures linked relatively."""
-    e = html.escape
-    out = ["<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report</title>",
-           f"<style>{CSS}</style></head><body><h1>Reproduction report</h1>",
+def _made(path: str, made_by: Mapping[str, str]) -> str:
+    """`` · made by <notebook>`` (HTML) for an output path relative to reports/, or nothing."""
+    nb = notebook_of(path, made_by)
+    return f" · made by <a href='{html.escape(nb)}'>{html.escape(nb)}</a>" if nb else ""
+
+
+def _scroll(table: str) -> str:
+    return f"<div class='scroll'>{table}</div>"
+
+
+def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | None,
+              made_by: Mapping[str, str] | None = None) -> str:
+    """``reports/index.html``: the same content with CSV previews, figures linked relatively, each table and figure
+    linked to the executed notebook that made it (``made_by``: output path -> notebook, relative to reports/), each
+    figure shown once, wide tables scrolling inside their box."""
+    e, made_by = html.escape, made_by or {}
+    out = ["<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+           f"<title>Reproduction report</title><style>{CSS}</style></head><body><h1>Reproduction report</h1>",
            "<p>Built by the <code>report</code> stage from each paper's <code>results/claims.csv</code> and "
            "<code>paper_values/&lt;paper&gt;.yaml</code>. Verdicts are computed by the analysis stages.</p>",
-           "<table><tr><th>paper</th><th>scale</th><th>reproduced</th><th>contradicted</th><th>inconclusive</th></tr>"]
+           "<table id='summary'><tr><th>paper</th><th>scale</th><th>reproduced</th><th>contradicted</th>"
+           "<th>inconclusive</th></tr>"]
     for rep in reps:
         c = rep.counts
         out.append(f"<tr><td><a href='#{e(rep.values.paper)}'>{e(rep.values.paper)}</a> {e(rep.values.title)}</td>"
                    f"<td>{e(rep.scale['label'])}</td><td>{c['reproduced']}</td><td>{c['contradicted']}</td>"
                    f"<td>{c['inconclusive']}</td></tr>")
     out.append("</table>")
+    shown: dict[str, str] = {}  # figure -> the anchor of the artefact it was first shown under
     for rep in reps:
         v = rep.values
         out += [f"<h2 id='{e(v.paper)}'>{e(v.paper)}: {e(v.title)}</h2>",
                 f"<p>Run at {e(_scale_text(rep.scale))}. Claims: {e(_counts_text(rep.counts))}.</p>",
                 "<h3>Tables and figures</h3>"]
         for art in v.artefacts:
-            out.append(f"<h4>{e(art.id)} ({e(art.ref)}): {e(art.shows)} — {e(_status(rep, art))}</h4>")
+            anchor = f"{v.paper}-{art.id}".replace(" ", "-")
+            out.append(f"<h4 id='{e(anchor)}'>{e(art.id)} <span class='ref'>({e(art.ref)})</span></h4>"
+                       f"<p class='shows'>{e(art.shows)}. <span class='made'>{e(_status(rep, art, comparisons=False))}</span></p>")
             if art.not_reproduced:
                 out.append(f"<p><em>{e(art.not_reproduced)}</em></p>")
             for c in rep.compared.get(art.id, []):
@@ -216,24 +287,34 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
                                + f"<td>{'yes' if r[-1] else 'no'}</td></tr>" for r in c.table.itertuples(index=False))
                 head = "".join(f"<th>{e(k)}</th>" for k in [*c.spec.key, "paper", "ours", "difference", "within"])
                 src = f"; the paper's values from {c.spec.ref}" if c.spec.values else ""
-                out.append(f"<p><b>{e(c.spec.what)}</b> (<a href='{e(c.file)}'>{e(c.file)}</a>{e(src)}): "
-                           f"{e(c.verdict)}</p>"
-                           f"<table class='preview'><tr>{head}</tr>{rows}</table>")
+                out.append(f"<p><b>{e(c.spec.what)}</b> (<a href='{e(c.file)}'>{e(c.file)}</a>{e(src)}"
+                           f"{_made(c.file, made_by)}): {e(c.verdict)}</p>"
+                           + _scroll(f"<table class='preview'><tr>{head}</tr>{rows}</table>"))
             for p in art.ours:
-                if p.endswith(".png"):
-                    out.append(f"<figure><img src='{e(p)}' alt='{e(art.id)}'><figcaption>{e(p)}</figcaption></figure>")
+                if p.endswith(".png") and p in shown:
+                    out.append(f"<p class='made'>Figure <a href='{e(p)}'>{e(p)}</a>: shown above, under "
+                               f"<a href='#{e(shown[p])}'>{e(shown[p])}</a>.</p>")
+                elif p.endswith(".png"):
+                    shown[p] = anchor
+                    out.append(f"<figure><img src='{e(p)}' alt='{e(art.id)}: {e(art.shows)}'><figcaption>"
+                               f"<a href='{e(p)}'>{e(p)}</a>{_made(p, made_by)}</figcaption></figure>")
                 elif p.endswith(".csv"):
-                    out.append(f"<p><a href='{e(p)}'>{e(p)}</a></p>{_preview(reports / p)}")
+                    out.append(f"<p class='made'><a href='{e(p)}'>{e(p)}</a>{_made(p, made_by)}</p>"
+                               + _scroll(_preview(reports / p)))
                 else:
-                    out.append(f"<p><a href='{e(p)}'>{e(p)}</a></p>")
-        out.append("<h3>Claims</h3><table><tr><th>claim</th><th>section</th><th>paper</th><th>ours [95 % CI]</th>"
-                   "<th>verdict</th><th>rule</th></tr>")
+                    out.append(f"<p class='made'><a href='{e(p)}'>{e(p)}</a>{_made(p, made_by)}</p>")
+        claims_file = f"{v.paper}/results/claims.csv"
+        out.append(f"<h3>Claims</h3><p class='made'><a href='{e(claims_file)}'>{e(claims_file)}</a>"
+                   f"{_made(claims_file, made_by)}; the bar: our interval and estimate, grey: 0, red: the paper's "
+                   "value where it is a number</p>")
+        out.append("<div class='scroll'><table><tr><th>claim</th><th>section</th><th>paper</th><th>ours [95 % CI]</th>"
+                   "<th>interval</th><th>verdict</th><th>rule</th></tr>")
         for r in rep.claims.itertuples(index=False):
             out.append(f"<tr><td>{e(str(r.claim))}</td><td>{e(str(r.paper_section))}</td><td>{e(str(r.paper_value))}"
-                       f"</td><td>{e(_ours(r))}</td><td class='{e(r.verdict)}'>{e(r.verdict)}</td>"
-                       f"<td>{e(str(r.rule))}</td></tr>")
-        out.append("</table>")
-    out.append(cards_html(moved))
+                       f"</td><td>{e(_ours(r))}</td><td>{interval_svg(r)}</td><td class='{e(r.verdict)}'>"
+                       f"{e(r.verdict)}</td><td>{e(str(r.rule))}</td></tr>")
+        out.append("</table></div>")
+    out.append(cards_html(moved, made_by))
     out.append("<h2>What is not reproduced, and why</h2><ul>")
     out += [f"<li><b>{e(head)}</b>: {e(text)}</li>" for head, text in gaps(reps)]
     out.append("</ul></body></html>")

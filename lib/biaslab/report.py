@@ -230,10 +230,13 @@ def expand(reports: Path, patterns: Sequence[str], where: str) -> list[str]:
     return out
 
 
-def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Mapping) -> tuple[str, str]:
-    """(README.md text, index.html text) for ``papers`` from the outputs under ``reports``."""
+def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Mapping,
+          made_by: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(README.md text, index.html text) for ``papers`` from the outputs under ``reports``; ``made_by`` maps stage
+    outputs to the executed notebook of the stage that writes them (both relative to ``reports``; dvc.yaml's, from
+    :func:`biaslab.stages.made_by`), so every table and figure links to the notebook that made it."""
     from .render import html_page, markdown, read_moved
 
     reps = collect(Path(reports), papers, params, paper_scale)
     moved = read_moved(Path(reports))  # the bias cards' summary, read once for both pages
-    return markdown(reps, moved), html_page(reps, Path(reports), moved)
+    return markdown(reps, moved, made_by), html_page(reps, Path(reports), moved, made_by)

@@ -139,6 +139,32 @@ def stage_executed_notebook(stage: str, root: Path | None = None) -> Path:
     return (root or repo_root()) / out
 
 
+def producer(path: str | Path, root: Path | None = None) -> str | None:
+    """The stage whose outputs hold ``path`` (relative to the root: an output itself or a file in an output folder),
+    or None when no stage writes it."""
+    rel = Path(path).as_posix()
+    for stage in all_stages(root):
+        if any(rel == o or rel.startswith(o.rstrip("/") + "/") for o in outs(stage, root)):
+            return stage
+    return None
+
+
+def made_by(root: Path | None = None, under: str = "reports") -> dict[str, str]:
+    """Each stage output under ``under`` -> the executed notebook of the stage that writes it, both relative to
+    ``under`` (a folder output covers the files inside it): where the report links every table and figure."""
+    out: dict[str, str] = {}
+    prefix = under.rstrip("/") + "/"
+    for stage in all_stages(root):
+        written = outs(stage, root)
+        nb = next((p for p in written if p.endswith(".ipynb")), None)
+        if nb is None or not nb.startswith(prefix):
+            continue
+        for o in written:
+            if o.startswith(prefix) and o != nb:
+                out[o[len(prefix):]] = nb[len(prefix):]
+    return out
+
+
 def stage_sets(stage: str, root: Path | None = None) -> dict[str, str]:
     """The ``--set name=value`` overrides written in the stage's ``cmd`` (e.g. a foreach member's ``run``), so
     that ``python -m biaslab.run name@member`` runs exactly what ``dvc repro name@member`` runs."""

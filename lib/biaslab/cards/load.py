@@ -10,16 +10,23 @@ import pandas as pd
 from .measure import Probes, rank_lists
 
 
+def input_paths(root: Path, P) -> dict[str, Path]:
+    """The processed data a card reads, by the stage that writes it (``biaslab card`` builds what is missing)."""
+    root = Path(root)
+    need = {"ragfair_bbq": root / "data/processed/ragfair/bbq.parquet",
+            "fairrank_data": root / "data/processed/fairrank/lists.parquet"}
+    need.update({f"ragcontrol_data@{t}": root / "data/processed/ragcontrol/tasks" / t / "corpus.parquet"
+                 for t in P.cards.embedder_tasks})
+    return need
+
+
 def load_probes(root: Path, P) -> Probes:
     """The stage's probe data from the pipeline's processed data, with the owning papers' settings in ``P`` (the
     stage's typed params: ``common``, ``data``, ``ragfair``, ``fairrank``, ``cards``)."""
     from ..ragfair.cards import evaluation_setup
 
     root = Path(root)
-    need = {"ragfair_bbq": root / "data/processed/ragfair/bbq.parquet",
-            "fairrank_data": root / "data/processed/fairrank/lists.parquet"}
-    need.update({f"ragcontrol_data@{t}": root / "data/processed/ragcontrol/tasks" / t / "corpus.parquet"
-                 for t in P.cards.embedder_tasks})
+    need = input_paths(root, P)
     for stage, path in need.items():
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: a bias card needs it; run `dvc repro {stage}` first")
