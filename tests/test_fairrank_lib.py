@@ -171,3 +171,27 @@ def test_ranker_ids_pin_unregularised_families_to_lambda_zero():
     assert ranker_id("penalty_relevant", 0.5) == "penalty_relevant@0.5"
     assert qualified_id("minilm", "penalty_relevant", "penalty", 1.0) == "minilm|penalty_relevant@1"
     assert qualified_id("minilm", "lws", "none", 1.0) == "minilm|lws@0"
+
+
+def test_the_committed_claims_table_is_rebuilt_from_the_committed_per_query_measures():
+    """fairrank's claims.csv from fixed inputs: the per-query measures the analysis stage wrote (per_query.csv, in
+    git) and params.yaml give back every row of the committed claims.csv — verdicts exactly, values to the CSV's
+    rounding. A change to the claim rules, the paired bootstrap or the rankers' ids shows here without a rerun."""
+    import numpy as np
+    import pandas as pd
+
+    from biaslab import claims as cl
+    from biaslab.fairrank import findings
+
+    from conftest import PARAMS, REPO
+
+    results = REPO / "reports/fairrank/results"
+    pq = pd.read_csv(results / "per_query.csv", dtype={"qid": str})
+    order = pq.drop_duplicates(["query_set", "qid"])  # the queries in the stage's order (queries.parquet's)
+    query_sets = {qs: g["qid"].tolist() for qs, g in order.groupby("query_set", sort=False)}
+    got = cl.table(findings.paper_claims(pq, query_sets, PARAMS))
+    want = cl.read(results / "claims.csv")
+    text = ["claim", "paper_section", "paper_value", "verdict", "rule"]
+    assert got[text].astype(str).values.tolist() == want[text].astype(str).values.tolist()
+    for col in ("our_value", "ci_low", "ci_high"):
+        np.testing.assert_allclose(got[col], want[col], rtol=1e-5, atol=1e-6, err_msg=col)

@@ -237,3 +237,23 @@ def claims(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], *, base: s
                                     "App. A, Tables 9-10", "pairwise > pointwise", d(base, pointwise_base, mrr_name),
                                     expected="greater"))
     return out
+
+
+def paper_claims(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], P) -> list[cl.Claim]:
+    """:func:`claims` with the rankers and settings of ``P`` (``fairrank`` and ``common`` sections of params.yaml):
+    the claims table ``fairrank_analysis`` writes, from the per-query measures (``per_query.csv``) alone, so it can be
+    rebuilt from the committed table (tests/test_fairrank_lib.py). The Tables' λ picks each scenario's ranker; Fig. 1's
+    family gives the low and high λ; the baselines are the LWS and AdvBERT rankers of Fig. 2."""
+    C, E, U = P.fairrank, P.fairrank.eval, P.common.uncertainty
+    first = C.backbones[0]
+    fam = C.rankers[E.lambda_figure]
+    ids = {n: qualified_id(first, n, s.mode, E.table_lambda) for n, s in C.rankers.items()}
+    return claims(
+        pq, query_sets, base=ids["base"], pen_rel=ids["penalty_relevant"], pen_irr=ids["penalty_irrelevant"],
+        rew_irr=ids["reward_irrelevant"], lam_low=qualified_id(first, E.lambda_figure, fam.mode, min(fam.lambdas)),
+        lam_high=qualified_id(first, E.lambda_figure, fam.mode, max(fam.lambdas)),
+        baselines=[ids[n] for n in E.baselines_figure if C.rankers[n].sampling == "lws" or C.rankers[n].adv_lambda],
+        pointwise_base=ids.get("pointwise_base"),
+        pair_set={"dl19_fair": "215 queries", "dl19": "1,765 queries"}, mrr_name=f"MRR@{E.mrr_cutoff}",
+        cutoff=E.cutoffs[0], mrr_tolerance=C.claims.mrr_tolerance, rounds=U.rounds, confidence=U.confidence,
+        seed=P.common.seed)
