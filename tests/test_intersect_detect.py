@@ -143,3 +143,28 @@ def test_detect_cli_and_function(tmp_path, capsys):
     enc = Encoder(model_dir("minilm"), device="cpu", batch_size=8)
     [d] = detect.detect_texts(["Grandpa cannot text."], enc, ref, k=1, **AGG)
     assert d.labels == ["age"]
+
+
+def test_a_text_unlike_the_reference_abstains_below_the_validation_floor(tmp_path, capsys):
+    import json
+
+    from biaslab import cli
+    from biaslab.embed import Encoder
+
+    ref = pd.DataFrame({"text": ["Women are bad drivers.", "Old people cannot use phones.", "The park is lovely."],
+                        "label": ["gender", "age", "unbiased"]})
+    det = detect.Detector(Encoder(model_dir("minilm"), device="cpu", batch_size=8), ref)
+    validation = ["Women should not be allowed to drive cars.", "Elderly people never understand smartphones."]
+    floor = detect.abstain_floor(det, validation, 0.0)  # the lowest validation similarity
+    near, far = det.detect(["Women drive badly.", "The quarterly report lists the tax rates."], k=1,
+                           min_similarity=floor, **AGG)
+    assert near.labels == ["gender"] and not near.abstained
+    assert far.labels == ["unbiased"] and far.abstained and far.evidence[0][2] < floor  # the evidence stays
+    assert not any(d.abstained for d in det.detect(validation, k=1, min_similarity=floor, **AGG))
+    with pytest.raises(ValueError, match="no validation paragraphs"):
+        detect.abstain_floor(det, [], 0.01)
+    ref.to_parquet(tmp_path / "ref.parquet")
+    assert cli.main(["detect", "--model", "minilm", "--reference", str(tmp_path / "ref.parquet"), "--k", "1",
+                     "--min-similarity", "0.99", "--json", "Women drive badly."]) == 0
+    [out] = json.loads(capsys.readouterr().out)
+    assert out["abstained"] and out["labels"] == ["unbiased"] and out["floor"] == 0.99

@@ -103,7 +103,7 @@ def _cmd_detect(args) -> int:
     from . import models
     from .config import load_params
     from .embed import Encoder
-    from .intersect.detect import Detector
+    from .intersect.detect import Detector, abstain_floor, validation_texts
     from .paths import repo_root
 
     p = load_params(sections=["common", "models", "intersect"])
@@ -134,14 +134,26 @@ def _cmd_detect(args) -> int:
             raise FileNotFoundError(f"intersect.evaluate.k is 'validation' and {chosen} does not exist yet "
                                     "(run `dvc repro intersect_evaluate`); or pass --k")
         k = int(json.loads(chosen.read_text(encoding="utf-8"))["k"])
-    results = det.detect(texts, k=k, **agg)
+    floor = args.min_similarity
+    quantile = p.intersect.detect.abstain_quantile
+    if floor is None and quantile is not None and not Path(args.reference).suffix:
+        # the abstention floor, chosen on the corpus's validation paragraphs with this encoder (intersect.detect)
+        base = repo_root() / "data/processed/intersect" / args.reference
+        _build_inputs([base / "splits.parquet", base / "paragraphs.parquet"], "detect's abstention floor",
+                      not args.no_build)
+        val = validation_texts(pd.read_parquet(base / "splits.parquet"), pd.read_parquet(base / "paragraphs.parquet"))
+        floor = abstain_floor(det, val, quantile)
+    results = det.detect(texts, k=k, min_similarity=floor, **agg)
     if args.json:
-        print(json.dumps([{"text": t, "labels": r.labels, "evidence": [
+        print(json.dumps([{"text": t, "labels": r.labels, "abstained": r.abstained,
+                           "floor": None if floor is None else round(floor, 4), "evidence": [
             {"sentence": s, "label": lab, "similarity": round(v, 4)} for s, lab, v in r.evidence]}
             for t, r in zip(texts, results, strict=True)], indent=1, ensure_ascii=False))
         return 0
     for t, r in zip(texts, results, strict=True):
-        print(f"\n{t[:100]}{'…' if len(t) > 100 else ''}\n  predicted: {', '.join(r.labels)}")
+        why = (f" (abstained: best similarity {r.evidence[0][2]:.3f} < {floor:.3f}, the floor from the validation "
+               "paragraphs)") if r.abstained else ""
+        print(f"\n{t[:100]}{'…' if len(t) > 100 else ''}\n  predicted: {', '.join(r.labels)}{why}")
         for s, lab, v in r.evidence[: args.show]:
             print(f"  {v:6.3f}  [{lab}] {s[:90]}")
     return 0
@@ -384,6 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "evaluation chose)")
     d.add_argument("--show", type=int, default=5, help="evidence sentences to print per text")
     d.add_argument("--json", action="store_true", help="machine-readable output with all evidence")
+    d.add_argument("--min-similarity", type=float, help="abstain (answer unbiased) below this best similarity "
+                   "(default: the intersect.detect.abstain_quantile of the corpus's validation paragraphs; 0: never)")
     d.add_argument("--no-build", action="store_true", help="fail instead of building a missing reference corpus or "
                    "retriever with dvc repro")
     d.set_defaults(fn=_cmd_detect)

@@ -117,6 +117,13 @@ class IntersectEvaluate(Section):
     plateau_bound: float = Field(gt=0)  # claim check: Jaccard change from k to the largest swept k called a plateau
 
 
+class IntersectDetect(Section):
+    """The ``biaslab detect`` command on any text (not the paper's evaluation, which scores its paragraphs only)."""
+
+    abstain_quantile: float | None = Field(ge=0, lt=1)  # abstain below this quantile of the validation paragraphs'
+    # best reference similarity (module biaslab.intersect.detect); null: never abstain
+
+
 class Intersect(Section):
     reference: IntersectReference
     paragraphs: IntersectParagraphs
@@ -125,6 +132,7 @@ class Intersect(Section):
     train: IntersectTrain
     baselines: IntersectBaselines
     evaluate: IntersectEvaluate
+    detect: IntersectDetect
 
 
 SECTION = Intersect
