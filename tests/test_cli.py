@@ -108,10 +108,10 @@ def test_a_missing_input_names_the_stage_that_builds_it(project):
     assert st.producer("reports/intersect/results/k_sweep.csv", project) == "intersect_evaluate"
     assert st.producer("nowhere/x.csv", project) is None
     with pytest.raises(FileNotFoundError, match=r"a bias card needs .*bbq.parquet: build it with `dvc repro ragfair_bbq`"):
-        cli._build_inputs([project / "data/processed/ragfair/bbq.parquet"], "a bias card", build=False)
-    with pytest.raises(cli.UsageError, match="no stage of dvc.yaml writes it"):
-        cli._build_inputs([project / "nowhere.csv"], "a bias card", build=True)
-    cli._build_inputs([project / "params.yaml"], "a bias card", build=False)  # present: nothing to build
+        st.build_missing([project / "data/processed/ragfair/bbq.parquet"], "a bias card", build=False)
+    with pytest.raises(st.StageError, match="no stage of dvc.yaml writes it"):
+        st.build_missing([project / "nowhere.csv"], "a bias card", build=True)
+    st.build_missing([project / "params.yaml"], "a bias card", build=False)  # present: nothing to build
 
 
 def test_a_card_becomes_a_model_card_section():

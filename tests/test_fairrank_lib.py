@@ -122,25 +122,23 @@ def test_judged_pairs_and_negatives():
 
 
 def test_lws_swaps_negatives_for_the_most_biased_candidates():
-    from biaslab.fairrank import train as ft
 
     pairs = pd.DataFrame({"qid": ["1"] * 4, "query": ["q"] * 4, "pos": ["a"] * 4, "neg": ["b", "c", "d", "e"]})
     terms = pd.DataFrame({"docid": list("abcdexy"), "def_f": [0, 0, 0, 0, 0, 3, 1], "def_m": [0, 0, 0, 0, 0, 0, 0]})
     pool = pd.DataFrame({"qid": ["1", "1"], "docid": ["x", "y"]})
-    out = ft.lws_pairs(pairs, pool, terms, share=0.5, seed=0)
+    out = prepare.lws_pairs(pairs, pool, terms, share=0.5, seed=0)
     assert (out["neg"] != pairs["neg"]).sum() == 2 and set(out["neg"]) & {"x", "y"} == {"x", "y"}
-    assert ft.lws_pairs(pairs, pool, terms, share=0.0, seed=0).equals(pairs)
+    assert prepare.lws_pairs(pairs, pool, terms, share=0.0, seed=0).equals(pairs)
 
 
 def test_lws_share_holds_over_queries_with_one_pair_each():
     # rounding the share per query would swap nothing here (round(0.5 * 1) == 0): the share is over all pairs
-    from biaslab.fairrank import train as ft
 
     qids = [str(i) for i in range(10)]
     pairs = pd.DataFrame({"qid": qids, "query": ["q"] * 10, "pos": ["a"] * 10, "neg": ["b"] * 10})
     terms = pd.DataFrame({"docid": ["a", "b", "x"], "def_f": [0, 0, 2], "def_m": [0, 0, 0]})
     pool = pd.DataFrame({"qid": qids[:8], "docid": ["x"] * 8})  # queries 8 and 9 have no biased candidate
-    out = ft.lws_pairs(pairs, pool, terms, share=0.5, seed=0)
+    out = prepare.lws_pairs(pairs, pool, terms, share=0.5, seed=0)
     swapped = out["neg"] == "x"
     assert swapped.sum() == 4 and not swapped.iloc[8:].any()
 
@@ -165,6 +163,25 @@ def test_regulariser_acts_only_through_the_active_set():
     assert g_neg[1] > 0 and g_neg[0] == 0 and g_neg[2] == 0
 
 
+def test_penalties_from_two_up_train_alike_on_a_bi_encoders_bounded_scores():
+    """Why the default run's penalty_relevant@2 and @5 are bit-identical: Ψ is −1, 0 or +1 and the bi-encoder's score
+    is a cosine. From λ = 2 on, a Ψ = +1 positive's hinge, max(0, 1 − λ − (tanh Φ(d⁺) − tanh Φ(d⁻))), is off
+    unless the negative outscores it by more than 1 in tanh (here: both cosines ≥ 0), and a Ψ = −1 one's is always
+    on — the same active set, hence the same gradients, for any larger λ."""
+    gen = torch.Generator().manual_seed(0)
+    s_pos, s_neg = torch.rand(64, generator=gen) * 0.9, torch.rand(64, generator=gen) * 0.9
+    psi = torch.randint(-1, 2, (64,), generator=gen).float()
+
+    def grads(lam):
+        sp, sn = s_pos.clone().requires_grad_(), s_neg.clone().requires_grad_()
+        losses.pairwise_loss(sp, sn, psi, torch.zeros(64), mode="penalty", target="relevant", lam=lam,
+                             margin=1.0).backward()
+        return sp.grad, sn.grad
+
+    assert all(torch.equal(a, b) for a, b in zip(grads(2.0), grads(5.0), strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(grads(0.5), grads(5.0), strict=True))  # below 2 the set differs
+
+
 def test_ranker_ids_pin_unregularised_families_to_lambda_zero():
     from biaslab.fairrank.findings import qualified_id, ranker_id
 
@@ -174,13 +191,16 @@ def test_ranker_ids_pin_unregularised_families_to_lambda_zero():
 
 
 def test_the_committed_claims_table_is_rebuilt_from_the_committed_per_query_measures():
-    """fairrank's claims.csv from fixed inputs: the per-query measures the analysis stage wrote (per_query.csv, in
-    git) and params.yaml give back every row of the committed claims.csv — verdicts exactly, values to the CSV's
-    rounding. A change to the claim rules, the paired bootstrap or the rankers' ids shows here without a rerun."""
+    """fairrank's claims.csv and competence.csv from fixed inputs: the per-query measures and the mitigation check's
+    table the analysis stage wrote (per_query.csv, mitigation.csv, in git), the paper's numbers and params.yaml give
+    back every row of the committed tables — verdicts exactly, values to the CSV's rounding. A change to the verdict
+    rules, the intervals, Holm or the rankers' ids shows here without a rerun."""
     import numpy as np
     import pandas as pd
+    import yaml
 
     from biaslab import claims as cl
+    from biaslab import competence
     from biaslab.fairrank import findings
 
     from conftest import PARAMS, REPO
@@ -189,9 +209,18 @@ def test_the_committed_claims_table_is_rebuilt_from_the_committed_per_query_meas
     pq = pd.read_csv(results / "per_query.csv", dtype={"qid": str})
     order = pq.drop_duplicates(["query_set", "qid"])  # the queries in the stage's order (queries.parquet's)
     query_sets = {qs: g["qid"].tolist() for qs, g in order.groupby("query_set", sort=False)}
-    got = cl.table(findings.paper_claims(pq, query_sets, PARAMS))
-    want = cl.read(results / "claims.csv")
-    text = ["claim", "paper_section", "paper_value", "verdict", "rule"]
+    values = yaml.safe_load((REPO / "reports/paper_values/fairrank.yaml").read_text())
+    mitigation = pd.read_csv(results / "mitigation.csv", dtype={"qid": str, "docid": str})
+    rows, comp = findings.paper_claims(pq, query_sets, PARAMS, values, mitigation=mitigation)
+    got, want = cl.table(rows), cl.read(results / "claims.csv")
+    text = ["claim", "paper_section", "paper_value", "verdict", "rule", "kind", "interval"]
     assert got[text].astype(str).values.tolist() == want[text].astype(str).values.tolist()
-    for col in ("our_value", "ci_low", "ci_high"):
-        np.testing.assert_allclose(got[col], want[col], rtol=1e-5, atol=1e-6, err_msg=col)
+    # per_query.csv holds six significant digits: p-values and MDEs computed from it agree to about 1e-4
+    tolerance = {"p_value": 1e-3, "p_adjusted": 1e-3, "mde": 1e-3, "n_needed": 1e-2}
+    for col in ("our_value", "ci_low", "ci_high", "paper_effect", "n", "p_value", "p_adjusted", "mde", "n_needed"):
+        np.testing.assert_allclose(got[col].astype(float), want[col].astype(float), rtol=tolerance.get(col, 1e-5),
+                                   atol=1e-6, err_msg=col)
+    committed = competence.read(results / "competence.csv")
+    assert comp[["check", "measure", "passed"]].values.tolist() == committed[["check", "measure", "passed"]].values.tolist()
+    np.testing.assert_allclose(comp[["ours", "ci_low", "ci_high", "floor"]].astype(float),
+                               committed[["ours", "ci_low", "ci_high", "floor"]].astype(float), rtol=1e-5, atol=1e-6)

@@ -1,5 +1,6 @@
-"""fairrank rankers on the real MiniLM backbone with tiny data: the frozen-bottom ranker scores like the full
-cross-encoder, only the top trains, λ and the adversary reach the weights, and the penalty acts only through Ψ."""
+"""fairrank rankers on the real MiniLM backbone with tiny data, both families (the dense bi-encoder and the
+cross-encoder): the frozen-bottom ranker scores like the full model (the bi-encoder like sentence-transformers'
+cosine), only the top trains, λ and the adversary reach the weights, and the penalty acts only through Ψ."""
 
 from __future__ import annotations
 
@@ -32,17 +33,18 @@ def terms(psi_zero: bool = False):
     return t
 
 
-@pytest.fixture(scope="module")
-def setup():
+@pytest.fixture(scope="module", params=ft.FAMILIES)
+def setup(request):
     md = model_dir("minilm")
     rows = pd.concat([prepare.pointwise_rows(PAIRS)[["qid", "query", "docid"]]])
-    bank = ft.pair_states(md, rows, TEXTS, n_frozen=5, max_length=32, batch_size=4, device="cpu")
-    return md, bank, ft.make_inputs(md, bank, TEXTS, 32)
+    bank = ft.ranker_states(md, rows, TEXTS, family=request.param, n_frozen=5, max_length=32, batch_size=4,
+                            device="cpu")
+    return md, bank, ft.make_inputs(md, bank, TEXTS, 32, family=request.param), request.param
 
 
 def trained(setup, objective, t=None):
-    md, _bank, inputs = setup
-    m = ft.build_ranker(md, objective, n_frozen=5, seed=0)
+    md, _bank, inputs, family = setup
+    m = ft.build_ranker(md, objective, family=family, n_frozen=5, seed=0)
     items = ft.training_items(PAIRS, objective, terms() if t is None else t, inputs, psi_mode="signed",
                               zeta_pos="measured")
     ft.fit(m, items, inputs, epochs=2, batch_size=2, learning_rate=1e-3, head_learning_rate=1e-3, warmup=0.0, seed=0, device="cpu")
@@ -53,20 +55,30 @@ def weights(m):
     return torch.cat([p.detach().flatten() for n, p in m.hf.named_parameters() if p.requires_grad])
 
 
-def test_frozen_scores_equal_the_full_cross_encoder(setup):
-    md, _bank, inputs = setup
-    m = ft.build_ranker(md, ft.Objective("pairwise", "none", "both", 0.0, 1.0, 0.0, 0), n_frozen=5, seed=0)
+def test_frozen_scores_equal_the_full_model(setup):
+    md, _bank, inputs, family = setup
+    m = ft.build_ranker(md, ft.Objective("pairwise", "none", "both", 0.0, 1.0, 0.0, 0), family=family, n_frozen=5,
+                        seed=0)
     rows = prepare.pointwise_rows(PAIRS)
     got = ft.score(m, rows, inputs, batch_size=3)
-    full = ft.make_inputs(md, None, TEXTS, 32)
+    full = ft.make_inputs(md, None, TEXTS, 32, family=family)
     m.n_frozen = 0  # the same weights, run on token ids through the whole model
     want = ft.score(m, rows, full, batch_size=3)
     np.testing.assert_allclose(got, want, atol=2e-3)  # float16 states
+    if family == "bi_encoder":  # untrained, the dense ranker is the shipped sentence encoder's cosine
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(md), device="cpu")
+        st.max_seq_length = 32
+        q = st.encode(rows["query"].tolist(), normalize_embeddings=True)
+        d = st.encode([TEXTS[x] for x in rows["docid"]], normalize_embeddings=True)
+        np.testing.assert_allclose(want, (q * d).sum(1), atol=1e-5)
 
 
 def test_only_the_top_trains_and_lambda_reaches_the_weights(setup):
     base = trained(setup, ft.Objective("pairwise", "none", "both", 0.0, 1.0, 0.0, 0))
-    fresh = ft.build_ranker(setup[0], ft.Objective("pairwise", "none", "both", 0.0, 1.0, 0.0, 0), n_frozen=5, seed=0)
+    fresh = ft.build_ranker(setup[0], ft.Objective("pairwise", "none", "both", 0.0, 1.0, 0.0, 0), family=setup[3],
+                            n_frozen=5, seed=0)
     bottom = [n for n, p in fresh.hf.named_parameters() if not p.requires_grad]
     assert bottom and all(torch.equal(dict(base.hf.named_parameters())[n], dict(fresh.hf.named_parameters())[n])
                           for n in bottom)
@@ -85,9 +97,9 @@ def test_advbert_adversary_changes_the_ranker(setup):
 
 
 def test_pointwise_ranker_trains(setup):
-    md, _bank, inputs = setup
+    md, _bank, inputs, family = setup
     obj = ft.Objective("pointwise", "penalty", "irrelevant", 1.0, 1.0, 0.0, 0)
-    m = ft.build_ranker(md, obj, n_frozen=5, seed=0)
+    m = ft.build_ranker(md, obj, family=family, n_frozen=5, seed=0)
     items = ft.training_items(prepare.pointwise_rows(PAIRS), obj, terms(), inputs, psi_mode="abs", zeta_pos="one")
     assert [it["term"] for it in items if it["label"] == 0] == [1.0, 0.0, 1.0, 0.0]  # |Ψ| of n1, n2, n3, n2
     log = ft.fit(m, items, inputs, epochs=1, batch_size=2, learning_rate=1e-3, head_learning_rate=1e-3, warmup=0.0, seed=0, device="cpu")

@@ -101,6 +101,28 @@ def test_each_figure_once_linked_to_its_notebook_and_identical_outputs_said_so(t
     assert "paper −61.5" in page or "paper -61.5" in page  # the paper's value is marked where it is a number
 
 
+def test_competence_table_and_the_glance_list_come_first(tmp_path):
+    """A paper with a competence.csv shows it at the top of its section; the top of the report groups each paper's
+    claims (hold / ruled out / contradicted / need more data, with the units they need / untestable)."""
+    reports = _fixture(tmp_path)
+    claims = pd.read_csv(reports / "alpha/results/claims.csv")
+    claims["verdict"] = ["ruled_out", "reproduced_smaller", "underpowered"]
+    claims["kind"] = "claim"
+    claims["n"] = 30
+    claims["n_needed"] = [float("nan"), float("nan"), 120]
+    claims["interval"] = "Student t over 30 units"
+    claims.to_csv(reports / "alpha/results/claims.csv", index=False)
+    pd.DataFrame([{"check": "base beats BM25", "measure": "MRR@10: base − BM25", "ours": 0.11, "ci_low": 0.02,
+                   "ci_high": 0.2, "floor": 0.0, "passed": True}]).to_csv(reports / "alpha/results/competence.csv",
+                                                                          index=False)
+    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    assert "- **alpha**: hold: 1; ruled out: 1 (A lowers bias); need more data: 1 (D is flat (needs n ≈ 120, we " \
+           "have 30))" in md
+    assert md.index("### Competence of the baselines") < md.index("### Tables and figures")
+    assert "| base beats BM25 | MRR@10: base − BM25 | 0.11 | [0.02, 0.2] | 0 | passed |" in md
+    assert "<h3>Competence of the baselines</h3>" in page and "class='ruled_out'" in page
+
+
 def test_a_missing_output_or_bad_artefact_file_fails_naming_it(tmp_path):
     reports = _fixture(tmp_path)
     (reports / "alpha/results/table3.csv").unlink()

@@ -95,7 +95,7 @@ def test_every_table_and_figure_links_the_notebook_that_made_it(browser):
         }
         for (const box of document.querySelectorAll('.scroll')) {
             const before = box.previousElementSibling;
-            if (box.closest('#summary') || !before) continue;
+            if (box.closest('#summary') || box.querySelector('#summary') || !before) continue;
             if (!before.querySelector("a[href$='.ipynb']") && !box.querySelector("a[href$='.ipynb']"))
                 out.push(before.textContent.slice(0, 60));
         }

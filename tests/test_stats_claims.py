@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from biaslab import claims, stats
@@ -95,7 +96,8 @@ def test_claims_table_and_summary(tmp_path):
     df = claims.write(tmp_path / "claims.csv", rows)
     assert list(df.columns[:7]) == ["claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high",
                                     "verdict"]
-    assert claims.summary(df) == {"reproduced": 1, "contradicted": 1, "inconclusive": 0}
+    assert claims.summary(df) == {"reproduced": 1, "contradicted": 1, "inconclusive": 0}  # the older rule's three
+    assert (tmp_path / "claims.csv").read_text().splitlines()[0] == ",".join(claims.BASE_COLUMNS)
     assert (tmp_path / "claims.csv").read_text().startswith("claim,paper_section")
     with pytest.raises(ValueError, match="unknown verdicts"):
         claims.table([claims.Claim("x", "§", "1", 1.0, 0.0, 2.0, "maybe", "")])
@@ -155,7 +157,7 @@ def test_claims_round_trip_and_markdown(tmp_path):
     assert back["verdict"].tolist() == ["reproduced", "contradicted"]
     md = claims.markdown(back)
     assert md.splitlines()[0] == "1 reproduced, 1 contradicted, 0 inconclusive"
-    assert "| a beats b | §1 | higher | 0.3 [0.1, 0.5] | **reproduced** |" in md
+    assert "| a beats b | claim | §1 | higher | 0.3 [0.1, 0.5] | – | **reproduced** |" in md
     (tmp_path / "bad.csv").write_text("claim,verdict\nx,reproduced\n")
     with pytest.raises(ValueError, match="missing columns"):
         claims.read(tmp_path / "bad.csv")
@@ -251,3 +253,106 @@ def test_the_mde_is_detected_with_its_power_and_sets_the_units_an_effect_needs()
     assert stats.units_for_effect(sd, effect) == n and stats.units_for_effect(sd, effect * 1.01) == n
     assert stats.units_for_effect(sd, effect / 2) > 3 * n  # half the effect: about four times the units
     assert stats.mde(sd, 40) < effect and np.isnan(stats.mde(sd, 1)) and stats.units_for_effect(sd, 0.0) is None
+
+
+# ------------------------------------------------------------------------------ rebuilt claims tables
+def test_evidence_interval_and_t_test_agree_and_match_mean_ci():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.4, 1.0, 12)
+    ev = claims.Evidence.of(x, "queries")
+    assert ev.interval(0.95) == pytest.approx(stats.mean_ci(x, level=0.95))
+    from scipy import stats as st
+
+    assert ev.p() == pytest.approx(st.ttest_1samp(x, 0.0).pvalue)
+    for level in (0.9, 0.95, 0.99):  # the interval excludes 0 exactly when p < 1 - level
+        low, high = ev.interval(level)
+        assert (low > 0 or high < 0) == (ev.p() < 1 - level)
+    a, b = rng.normal(size=8), rng.normal(size=8)
+    assert claims.Evidence.paired(a, b).value == pytest.approx(float(np.mean(a - b)))
+
+
+def _ev(mean, sd=1.0, n=30):
+    x = np.linspace(-1, 1, n)
+    x = (x - x.mean()) / x.std(ddof=1) * sd + mean  # exactly this mean and sd
+    return claims.Evidence.of(x)
+
+
+def test_finalize_holm_levels_gating_checks_and_columns(tmp_path):
+    free = ()  # rows that need no competence check (the default, None, needs every check of the table)
+    pending = [claims.effect("big", "§1", "+", _ev(1.0), direction=1, paper_effect=0.5, requires=free),
+               claims.effect("small", "§1", "+", _ev(0.5), direction=1, paper_effect=2.0, requires=free),
+               claims.effect("none", "§1", "+", _ev(0.0), direction=1, paper_effect=0.6, requires=free),
+               claims.effect("gated", "§1", "-", _ev(-1.0), direction=-1, requires=("beats BM25",)),
+               claims.no_change("flat", "§2", "≈", _ev(0.0, sd=0.1), bound=0.2, requires=free),
+               claims.effect("moves", "§3", "acts", _ev(-0.8), direction=-1, kind="check")]
+    comp = pd.DataFrame([{"check": "beats BM25", "measure": "MRR", "ours": 0.1, "ci_low": -0.1, "ci_high": 0.3,
+                          "floor": 0.0, "passed": False}])
+    rows = {r.claim: r for r in claims.finalize(pending, level=0.95, competence_table=comp)}
+    assert rows["big"].verdict == "reproduced"
+    assert rows["small"].verdict == "reproduced_smaller"  # p ≈ 0.01: significant alone, and still after Holm
+    assert rows["none"].verdict == "ruled_out"
+    assert rows["gated"].verdict == "untestable" and "beats BM25" in rows["gated"].rule
+    assert rows["flat"].verdict == "reproduced"
+    assert rows["moves"].verdict == "reproduced" and rows["moves"].kind == "check"
+    assert np.isnan(rows["moves"].p_adjusted)  # checks are not in the family
+    family = [r for r in rows.values() if r.kind == "claim" and r.verdict != "untestable"]
+    from statsmodels.stats.multitest import multipletests
+
+    want = multipletests([r.p_value for r in family], method="holm")[1]
+    np.testing.assert_allclose([r.p_adjusted for r in family], want)
+    # the smallest p is tested at alpha / m: its interval is wider than the nominal one
+    assert rows["big"].ci_high - rows["big"].ci_low > np.diff(_ev(1.0).interval(0.95))[0]
+    assert rows["big"].mde == pytest.approx(stats.mde(1.0, 30), rel=1e-6)
+    assert rows["none"].n_needed == stats.units_for_effect(1.0, 0.6)
+    df = claims.write(tmp_path / "claims.csv", list(rows.values()))
+    assert list(df.columns) == claims.COLUMNS and list(claims.read(tmp_path / "claims.csv").columns) == claims.COLUMNS
+    assert claims.summary(df) == {"reproduced": 2, "reproduced_smaller": 1, "ruled_out": 1, "untestable": 1}
+
+
+def test_holm_stop_widens_the_interval_to_the_null():
+    # two claims: p of the first ≈ 0.03 (> 0.025, Holm stops), the second ≈ 0.04 — neither excludes 0 after Holm,
+    # though each alone would
+    a, b = _ev(0.41, n=30), _ev(0.39, n=30)
+    assert a.p() < 0.05 and b.p() < 0.05
+    rows = claims.finalize([claims.effect("a", "§", "+", a, direction=1), claims.effect("b", "§", "+", b, direction=1)],
+                           level=0.95)
+    assert all(r.p_adjusted >= 0.05 and r.ci_low <= 0 <= r.ci_high and r.verdict == "underpowered" for r in rows)
+
+
+def test_a_paper_effect_on_the_wrong_side_is_refused():
+    with pytest.raises(ValueError, match="not on the side"):
+        claims.effect("x", "§", "-", _ev(1.0), direction=-1, paper_effect=0.5)
+
+
+def test_competence_rows():
+    from biaslab import competence
+
+    up = competence.beats("beats", "MRR", _ev(0.5), level=0.95)
+    flat = competence.beats("flat", "MRR", _ev(0.1), level=0.95)
+    assert up["passed"] and not flat["passed"] and flat["ci_low"] < 0
+    assert competence.at_least("big enough", "ARaB", 0.2, floor=0.1)["passed"]
+    assert not competence.at_least("too small", "ARaB", 0.05, floor=0.1)["passed"]
+    assert not competence.at_least("undefined", "ARaB", float("nan"), floor=0.1)["passed"]
+    with pytest.raises(ValueError, match="named twice"):
+        competence.table([up, up])
+
+
+def test_the_older_tables_round_trip_to_their_committed_bytes(tmp_path):
+    """The papers whose claims are not yet rebuilt on finalize: reading and writing their committed claims.csv gives
+    the same bytes, and their summary keeps its three verdicts — the magnitude columns change no older output."""
+    from conftest import REPO
+
+    for path in sorted((REPO / "reports").glob("*/results/claims.csv")):
+        df = claims.read(path)
+        if claims._magnitude(df):
+            continue
+        rows = [claims.Claim(**{c: r[c] for c in claims.BASE_COLUMNS}) for r in df.to_dict("records")]
+        out = tmp_path / path.parent.parent.name / "claims.csv"
+        claims.write(out, rows)
+        assert out.read_bytes() == path.read_bytes(), path
+        assert set(claims.summary(df)) == set(claims.OLD_VERDICTS)
+
+
+def test_units_for_an_effect_far_above_the_spread_is_two_not_an_error():
+    assert stats.units_for_effect(0.01, 5.0) == 2  # the power solver has no answer below two units
+    assert stats.units_for_effect(1.0, 1e-6) > 10**6

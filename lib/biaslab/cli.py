@@ -100,7 +100,7 @@ def _cmd_detect(args) -> int:
 
     import pandas as pd
 
-    from . import models
+    from . import models, stages
     from .config import load_params
     from .embed import Encoder
     from .intersect.detect import Detector, abstain_floor, validation_texts
@@ -115,12 +115,12 @@ def _cmd_detect(args) -> int:
     if not args.model.startswith("data/models/"):
         _model_name(args.model)  # a typo fails before anything is built
     if args.model.startswith("data/models/") and not Path(args.model).is_dir():  # a retriever the pipeline trains
-        _build_inputs([repo_root() / args.model], "detect", not args.no_build)
+        stages.build_missing([repo_root() / args.model], "detect", not args.no_build)
     model = _model_name(args.model)
     ref_path = Path(args.reference)
     if not ref_path.suffix:  # a corpus name: the pipeline's reference corpus, built here when missing
         ref_path = repo_root() / "data/processed/intersect" / args.reference / "reference.parquet"
-        _build_inputs([ref_path], "detect", not args.no_build)
+        stages.build_missing([ref_path], "detect", not args.no_build)
     elif not ref_path.is_file():
         raise UsageError(f"reference corpus {ref_path} not found (a .parquet with text,label columns)")
     E = p.intersect.evaluate
@@ -139,7 +139,7 @@ def _cmd_detect(args) -> int:
     if floor is None and quantile is not None and not Path(args.reference).suffix:
         # the abstention floor, chosen on the corpus's validation paragraphs with this encoder (intersect.detect)
         base = repo_root() / "data/processed/intersect" / args.reference
-        _build_inputs([base / "splits.parquet", base / "paragraphs.parquet"], "detect's abstention floor",
+        stages.build_missing([base / "splits.parquet", base / "paragraphs.parquet"], "detect's abstention floor",
                       not args.no_build)
         val = validation_texts(pd.read_parquet(base / "splits.parquet"), pd.read_parquet(base / "paragraphs.parquet"))
         floor = abstain_floor(det, val, quantile)
@@ -187,46 +187,20 @@ def _cmd_claims(args) -> int:
         if not path.exists():
             print(f"biaslab claims: {path} does not exist; run the stage that writes it (dvc repro)", file=sys.stderr)
             return 1
+        comp = path.with_name("competence.csv")
+        if comp.exists():
+            from . import competence
+
+            table = competence.read(comp)
+            print(f"### {paper}: competence of the baselines\n\n{table.to_markdown(index=False, floatfmt='.3g')}\n")
         print(f"### {paper}\n\n{claims.markdown(claims.read(path))}\n")
     return 0
-
-
-def _build_inputs(paths: dict[str, Path] | list[Path], what: str, build: bool) -> None:
-    """Make the missing ones among ``paths`` by running, with ``dvc repro`` (upstream included), the stages of
-    dvc.yaml that write them, one progress step per stage; with ``build`` false, fail naming the command instead."""
-    import subprocess
-
-    from tqdm.auto import tqdm
-
-    from . import stages
-    from .paths import repo_root
-
-    root = repo_root()
-    missing = [Path(p) for p in (paths.values() if isinstance(paths, dict) else paths) if not Path(p).exists()]
-    if not missing:
-        return
-    targets = []
-    for p in missing:
-        stage = stages.producer(Path(p).resolve().relative_to(root.resolve()), root)
-        if stage is None:
-            raise UsageError(f"{p} not found, and no stage of dvc.yaml writes it")
-        targets.append(stage)
-    targets = list(dict.fromkeys(targets))
-    command = f"dvc repro {' '.join(targets)}"
-    if not build:
-        raise FileNotFoundError(f"{what} needs {', '.join(map(str, missing))}: build it with `{command}`")
-    print(f"biaslab: {what} needs inputs that are not built yet; running `{command}` (with the stages upstream "
-          "of them that are not current)", file=sys.stderr)
-    dvc = Path(sys.executable).parent / "dvc"
-    for stage in tqdm(targets, desc="building inputs", unit="stage"):
-        proc = subprocess.run([str(dvc) if dvc.exists() else "dvc", "repro", stage], cwd=root)
-        if proc.returncode != 0:
-            raise RuntimeError(f"`dvc repro {stage}` failed (exit {proc.returncode}); its output is above")
 
 
 def _cmd_card(args) -> int:
     import json
 
+    from . import stages
     from .cards import changes as card_changes
     from .cards import export, load, measure
     from .config import load_params
@@ -236,7 +210,7 @@ def _cmd_card(args) -> int:
     root = repo_root()
     P = load_params(sections=["common", "data", "models", "ragfair", "fairrank", "cards"])
     model = _model_name(args.model)
-    _build_inputs(load.input_paths(root, P), "a bias card", not args.no_build)
+    stages.build_missing(load.input_paths(root, P), "a bias card", not args.no_build)
     probes = load.load_probes(root, P)
 
     def card_of(source: str) -> measure.Card:

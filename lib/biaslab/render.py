@@ -44,7 +44,8 @@ def interval_svg(r) -> str:
     lo, hi, v = _float(r.ci_low), _float(r.ci_high), _float(r.our_value)
     if lo is None or hi is None or v is None:
         return ""
-    paper = _float(r.paper_value)
+    effect = _float(getattr(r, "paper_effect", None))
+    paper = effect if effect is not None else _float(r.paper_value)
     pts = [lo, hi, v, 0.0, *([paper] if paper is not None else [])]
     a, b = min(pts), max(pts)
     b = b if b > a else a + 1.0
@@ -80,7 +81,45 @@ def _change(r) -> str:
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{n} {v}" for v, n in counts.items())
+    return ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in counts.items()) or "none"
+
+
+# the summary's columns: every verdict, the old tables' "inconclusive" last
+SUMMARY = ("reproduced", "reproduced_smaller", "ruled_out", "contradicted", "underpowered", "untestable",
+           "inconclusive")
+GLANCE = (("hold", ("reproduced", "reproduced_smaller")), ("ruled out", ("ruled_out",)),
+          ("contradicted", ("contradicted",)), ("need more data", ("underpowered", "inconclusive")),
+          ("untestable", ("untestable",)))
+
+
+def glance(rep: PaperReport) -> list[tuple[str, int, list[str]]]:
+    """Per group of verdicts (holds, ruled out, contradicted, needs more data, untestable): how many of the paper's
+    claims fall in it and what to say about them — the claims ruled out or contradicted, for those that need more
+    data the units their paper effect needs, for the untestable ones each reason with its count."""
+    c = rep.claims[rep.claims["kind"] == "claim"]
+    out = []
+    for label, verdicts in GLANCE:
+        rows = c[c["verdict"].isin(verdicts)]
+        if label in ("ruled out", "contradicted"):
+            details = [str(x) for x in rows["claim"]]
+        elif label == "need more data":
+            sized = rows[rows["n_needed"].notna()]
+            details = [f"{r.claim} (needs n ≈ {int(r.n_needed)}, we have {int(r.n)})"
+                       for r in sized.itertuples(index=False)]
+        elif label == "untestable":
+            reasons = rows["rule"].astype(str).str.replace(r" \([^()]*\)$", "", regex=True).value_counts(sort=False)
+            details = [f"{n} × {why}" for why, n in reasons.items()]
+        else:
+            details = []
+        out.append((label, len(rows), details))
+    return out
+
+
+def competence_rows(rep: PaperReport) -> list[list[str]]:
+    if rep.competence is None:
+        return []
+    return [[str(r.check), str(r.measure), _num(r.ours), f"[{_num(r.ci_low)}, {_num(r.ci_high)}]", _num(r.floor),
+             "passed" if r.passed else "FAILED"] for r in rep.competence.itertuples(index=False)]
 
 
 def _scale_text(s: Mapping) -> str:
@@ -174,17 +213,28 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: M
     lines = ["# Reproduction report", "",
              "Built by the `report` stage from the stages' outputs (each paper's `results/claims.csv`) and the papers' "
              "artefact lists (`paper_values/<paper>.yaml`). Verdicts are computed by each paper's analysis from "
-             "bootstrap intervals; see the repository README for the method.", "",
-             "| paper | scale | reproduced | contradicted | inconclusive |", "|---|---|---|---|---|"]
+             "intervals (docs/claims.md: the verdicts, Holm across a paper's claims, competence floors).", "",
+             "| paper | scale | " + " | ".join(v.replace("_", " ") for v in SUMMARY) + " |",
+             "|---|---|" + "---|" * len(SUMMARY)]
     for rep in reps:
         c = rep.counts
         lines.append(f"| [{rep.values.paper}](#{rep.values.paper}) {rep.values.title} | {rep.scale['label']} | "
-                     f"{c['reproduced']} | {c['contradicted']} | {c['inconclusive']} |")
+                     + " | ".join(str(c.get(v, 0)) for v in SUMMARY) + " |")
+    lines += ["", "## At a glance", ""]
+    for rep in reps:
+        lines.append(f"- **{rep.values.paper}**: " + "; ".join(
+            f"{label}: {n}" + (f" ({'; '.join(_cell(i) for i in details)})" if details else "")
+            for label, n, details in glance(rep) if n))
     for rep in reps:
         v = rep.values
         lines += ["", f"## {v.paper}", "", f"**{v.title}** — run at {_scale_text(rep.scale)}. Claims: "
-                  f"{_counts_text(rep.counts)}.", "", "### Tables and figures", "",
-                  "| paper | section | shows | ours | status |", "|---|---|---|---|---|"]
+                  f"{_counts_text(rep.counts)}."]
+        comp = competence_rows(rep)
+        if comp:
+            lines += ["", "### Competence of the baselines", "", "| check | measure | ours | CI | floor | |",
+                      "|---|---|---|---|---|---|"] + ["| " + " | ".join(_cell(x) for x in r) + " |" for r in comp]
+        lines += ["", "### Tables and figures", "", "| paper | section | shows | ours | status |",
+                  "|---|---|---|---|---|"]
         for art in v.artefacts:
             ours = ", ".join(f"[{Path(p).name}]({p})" for p in art.ours) or "–"
             lines.append(f"| {art.id} | {art.ref} | {art.shows} | {ours} | {_status(rep, art)} |")
@@ -208,19 +258,24 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: M
                 lines.append("| " + " | ".join([*keys, _num(r.paper), _num(r.ours), _num(r.difference)]) + " |")
         claims_nb = notebook_of(f"{v.paper}/results/claims.csv", made_by)
         lines += ["", "### Claims", ""] + ([f"Made by [{claims_nb}]({claims_nb}).", ""] if claims_nb else [])
-        lines += ["| claim | section | paper | ours [95 % CI] | verdict |", "|---|---|---|---|---|"]
+        lines += ["| claim | kind | section | paper (effect) | ours [CI] | MDE | verdict |",
+                  "|---|---|---|---|---|---|---|"]
         for r in rep.claims.itertuples(index=False):
-            lines.append(f"| {r.claim} | {r.paper_section} | {r.paper_value} | {_ours(r)} | **{r.verdict}** |")
+            lines.append(f"| {_cell(r.claim)} | {r.kind} | {r.paper_section} | {_paper(r)} | {_ours(r)} | "
+                         f"{_num(r.mde)} | **{r.verdict}** |")
     lines += cards_markdown(moved)
     lines += ["", "## What is not reproduced, and why", ""]
     lines += [f"- **{head}**: {text}" for head, text in gaps(reps)]
     for rep in reps:
-        n = rep.counts["inconclusive"]
+        n = rep.counts.get("inconclusive", 0) + rep.counts.get("underpowered", 0)
         if n:
-            lines.append(f"- **{rep.values.paper}**: {n} claims inconclusive (their intervals cover the paper's "
-                         "direction and its opposite, or a guard rule applies; the `rule` column of claims.csv says "
-                         "which)")
+            lines.append(f"- **{rep.values.paper}**: {n} claims need more data (their intervals cover both the null "
+                         "and the paper's effect; the `n_needed` column of claims.csv says how many units would do)")
     return "\n".join(lines) + "\n"
+
+
+def _paper(r) -> str:
+    return str(r.paper_value) + (f" ({_num(r.paper_effect)})" if math.isfinite(r.paper_effect) else "")
 
 
 def _preview(path: Path) -> str:
@@ -235,8 +290,9 @@ CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;
 h1{margin:.3em 0}table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}th{background:#f3f3f3}
 .scroll{overflow-x:auto;max-width:100%}p,li,figcaption{overflow-wrap:anywhere}
-.reproduced{color:#176317;font-weight:600}.contradicted{color:#a11;font-weight:600}
-.inconclusive{color:#8a6d00;font-weight:600}img{max-width:100%;border:1px solid #eee}.preview{font-size:11px}
+.reproduced,.reproduced_smaller{color:#176317;font-weight:600}.contradicted{color:#a11;font-weight:600}
+.ruled_out{color:#6a3d9a;font-weight:600}.inconclusive,.underpowered{color:#8a6d00;font-weight:600}
+.untestable{color:#666;font-weight:600}.FAILED{color:#a11;font-weight:600}img{max-width:100%;border:1px solid #eee}.preview{font-size:11px}
 .more,.made{font-size:12px;color:#555}figure{margin:1em 0}figcaption{font-size:13px;color:#444}
 .ref{font-weight:normal;color:#555}.shows{margin:.2em 0}svg.ci{vertical-align:middle}"""
 
@@ -260,21 +316,35 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
     out = ["<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
            f"<title>Reproduction report</title><style>{CSS}</style></head><body><h1>Reproduction report</h1>",
            "<p>Built by the <code>report</code> stage from each paper's <code>results/claims.csv</code> and "
-           "<code>paper_values/&lt;paper&gt;.yaml</code>. Verdicts are computed by the analysis stages.</p>",
-           "<table id='summary'><tr><th>paper</th><th>scale</th><th>reproduced</th><th>contradicted</th>"
-           "<th>inconclusive</th></tr>"]
+           "<code>paper_values/&lt;paper&gt;.yaml</code>. Verdicts are computed by the analysis stages "
+           "(docs/claims.md).</p>",
+           "<div class='scroll'><table id='summary'><tr><th>paper</th><th>scale</th>"
+           + "".join(f"<th>{e(v.replace('_', ' '))}</th>" for v in SUMMARY) + "</tr>"]
     for rep in reps:
         c = rep.counts
         out.append(f"<tr><td><a href='#{e(rep.values.paper)}'>{e(rep.values.paper)}</a> {e(rep.values.title)}</td>"
-                   f"<td>{e(rep.scale['label'])}</td><td>{c['reproduced']}</td><td>{c['contradicted']}</td>"
-                   f"<td>{c['inconclusive']}</td></tr>")
-    out.append("</table>")
+                   f"<td>{e(rep.scale['label'])}</td>" + "".join(f"<td>{c.get(v, 0)}</td>" for v in SUMMARY) + "</tr>")
+    out.append("</table></div><h2 id='glance'>At a glance</h2><ul>")
+    for rep in reps:
+        parts = [f"{e(label)}: {n}" + (f" <span class='made'>({e('; '.join(details))})</span>" if details else "")
+                 for label, n, details in glance(rep) if n]
+        out.append(f"<li><b>{e(rep.values.paper)}</b>: {' · '.join(parts)}</li>")
+    out.append("</ul>")
     shown: dict[str, str] = {}  # figure -> the anchor of the artefact it was first shown under
     for rep in reps:
         v = rep.values
         out += [f"<h2 id='{e(v.paper)}'>{e(v.paper)}: {e(v.title)}</h2>",
-                f"<p>Run at {e(_scale_text(rep.scale))}. Claims: {e(_counts_text(rep.counts))}.</p>",
-                "<h3>Tables and figures</h3>"]
+                f"<p>Run at {e(_scale_text(rep.scale))}. Claims: {e(_counts_text(rep.counts))}.</p>"]
+        comp = competence_rows(rep)
+        if comp:
+            cfile = f"{v.paper}/results/competence.csv"
+            out.append(f"<h3>Competence of the baselines</h3><p class='made'><a href='{e(cfile)}'>{e(cfile)}</a>"
+                       f"{_made(cfile, made_by)}; a claim whose baseline fails its floor is untestable</p>"
+                       + _scroll("<table><tr><th>check</th><th>measure</th><th>ours</th><th>CI</th><th>floor</th>"
+                                 "<th></th></tr>" + "".join("<tr>" + "".join(
+                                     f"<td{' class=FAILED' if x == 'FAILED' else ''}>{e(x)}</td>" for x in r)
+                                     + "</tr>" for r in comp) + "</table>"))
+        out.append("<h3>Tables and figures</h3>")
         for art in v.artefacts:
             anchor = f"{v.paper}-{art.id}".replace(" ", "-")
             out.append(f"<h4 id='{e(anchor)}'>{e(art.id)} <span class='ref'>({e(art.ref)})</span></h4>"
@@ -306,13 +376,15 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
         claims_file = f"{v.paper}/results/claims.csv"
         out.append(f"<h3>Claims</h3><p class='made'><a href='{e(claims_file)}'>{e(claims_file)}</a>"
                    f"{_made(claims_file, made_by)}; the bar: our interval and estimate, grey: 0, red: the paper's "
-                   "value where it is a number</p>")
-        out.append("<div class='scroll'><table><tr><th>claim</th><th>section</th><th>paper</th><th>ours [95 % CI]</th>"
-                   "<th>interval</th><th>verdict</th><th>rule</th></tr>")
+                   "effect in our units (or its value where it is a number); MDE: the smallest effect our n detects "
+                   "at 80 % power</p>")
+        out.append("<div class='scroll'><table><tr><th>claim</th><th>kind</th><th>section</th><th>paper (effect)</th>"
+                   "<th>ours [CI]</th><th>interval</th><th>MDE</th><th>verdict</th><th>rule</th></tr>")
         for r in rep.claims.itertuples(index=False):
-            out.append(f"<tr><td>{e(str(r.claim))}</td><td>{e(str(r.paper_section))}</td><td>{e(str(r.paper_value))}"
-                       f"</td><td>{e(_ours(r))}</td><td>{interval_svg(r)}</td><td class='{e(r.verdict)}'>"
-                       f"{e(r.verdict)}</td><td>{e(str(r.rule))}</td></tr>")
+            out.append(f"<tr><td>{e(str(r.claim))}</td><td>{e(str(r.kind))}</td><td>{e(str(r.paper_section))}</td>"
+                       f"<td>{e(_paper(r))}</td><td>{e(_ours(r))}</td><td>{interval_svg(r)}</td><td>{e(_num(r.mde))}"
+                       f"</td><td class='{e(r.verdict)}'>{e(r.verdict.replace('_', ' '))}</td><td>{e(str(r.rule))}"
+                       "</td></tr>")
         out.append("</table></div>")
     out.append(cards_html(moved, made_by))
     out.append("<h2>What is not reproduced, and why</h2><ul>")

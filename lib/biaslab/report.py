@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import claims as cl
+from . import competence
 
 
 class PaperNumber(BaseModel):
@@ -185,6 +186,7 @@ class PaperReport:
     claims: pd.DataFrame
     scale: dict
     compared: dict[str, list[Compared]]  # artefact id -> its comparisons
+    competence: pd.DataFrame | None = None  # results/competence.csv, where the paper's analysis writes one
 
     @property
     def counts(self) -> dict[str, int]:
@@ -214,7 +216,9 @@ def collect(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: 
             where = f"{paper} {art.id} in paper_values/{paper}.yaml"
             art.ours = expand(reports, art.ours, where)
             compared[art.id] = [compare(reports, c, f) for c in art.compare for f in expand(reports, [c.file], where)]
-        out.append(PaperReport(values, cl.read(claims_path), scale(params, paper_scale, paper), compared))
+        comp_path = reports / paper / "results" / "competence.csv"
+        comp = competence.read(comp_path) if comp_path.is_file() else None
+        out.append(PaperReport(values, cl.read(claims_path), scale(params, paper_scale, paper), compared, comp))
     return out
 
 

@@ -176,3 +176,34 @@ def stage_sets(stage: str, root: Path | None = None) -> dict[str, str]:
             name, _, val = value.partition("=")
             out[name.strip()] = val
     return out
+
+
+def build_missing(paths, what: str, build: bool) -> None:
+    """Make the missing ones among ``paths`` by running, with ``dvc repro`` (upstream included), the stages of
+    dvc.yaml that write them, one progress step per stage; with ``build`` false, fail naming the command instead."""
+    import subprocess
+    import sys
+
+    from tqdm.auto import tqdm
+
+    root = repo_root()
+    missing = [Path(p) for p in (paths.values() if isinstance(paths, dict) else paths) if not Path(p).exists()]
+    if not missing:
+        return
+    targets = []
+    for p in missing:
+        stage = producer(Path(p).resolve().relative_to(root.resolve()), root)
+        if stage is None:
+            raise StageError(f"{p} not found, and no stage of dvc.yaml writes it")
+        targets.append(stage)
+    targets = list(dict.fromkeys(targets))
+    command = f"dvc repro {' '.join(targets)}"
+    if not build:
+        raise FileNotFoundError(f"{what} needs {', '.join(map(str, missing))}: build it with `{command}`")
+    print(f"biaslab: {what} needs inputs that are not built yet; running `{command}` (with the stages upstream "
+          "of them that are not current)", file=sys.stderr)
+    dvc = Path(sys.executable).parent / "dvc"
+    for stage in tqdm(targets, desc="building inputs", unit="stage"):
+        proc = subprocess.run([str(dvc) if dvc.exists() else "dvc", "repro", stage], cwd=root)
+        if proc.returncode != 0:
+            raise RuntimeError(f"`dvc repro {stage}` failed (exit {proc.returncode}); its output is above")

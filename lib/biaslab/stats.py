@@ -250,8 +250,20 @@ def units_for_effect(sd: float, effect: float, *, level: float = 0.95, power: fl
         return None
     if sd == 0:
         return 2
-    n = TTestPower().solve_power(effect_size=abs(effect) / sd, nobs=None, alpha=1 - level, power=power,
-                                 alternative="two-sided")
+    import warnings
+
+    from scipy import stats
+
+    d = abs(effect) / sd
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning where the solver fails; handled below
+        at_two = TTestPower().power(effect_size=d, nobs=2, alpha=1 - level, alternative="two-sided")
+        n = np.nan if at_two >= power else TTestPower().solve_power(effect_size=d, nobs=None, alpha=1 - level,
+                                                                     power=power, alternative="two-sided")
+    if at_two >= power:
+        return 2  # two units already detect it (the solver has no answer below two)
+    if not np.isfinite(n):  # an effect many times the spread, where the noncentral t overflows: the normal answer
+        n = ((stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(power)) / d) ** 2 + 1
     return max(2, int(np.ceil(n)))
 
 

@@ -44,6 +44,7 @@ max_pairs = ...  # fairrank.data.max_pairs
 toy_triples = ...  # fairrank.data.toy_triples
 rerank_depth = ...  # fairrank.data.rerank_depth
 neutrality_threshold = ...  # fairrank.loss.neutrality_threshold
+family = ...  # fairrank.train.family
 max_length = ...  # fairrank.train.max_length
 trainable_layers = ...  # fairrank.train.trainable_layers
 score_batch_size = ...  # fairrank.train.score_batch_size
@@ -119,14 +120,14 @@ train_docs = set(pairs["pos"]) | set(pairs["neg"])
 terms[terms["docid"].isin(train_docs)][["psi", "zeta", "def_f", "def_m", "rep_f", "rep_m"]].describe().round(3)
 
 # %% [markdown]
-# ## The frozen bottom of each backbone, once per (query, passage) pair
+# ## The frozen bottom of each backbone, once per query and passage (bi-encoder) or (query, passage) pair
 
 # %%
 rows = pd.concat([prepare.pointwise_rows(pairs)[["qid", "query", "docid"]], pool, lists[["qid", "query", "docid"]]])
 texts = dict(zip(docs["docid"], docs["text"], strict=True))
 for name in C.backbones:
     n_frozen = ft.frozen_count(M[name], C.train.trainable_layers)
-    bank = ft.pair_states(M[name], rows, texts, n_frozen=n_frozen, max_length=C.train.max_length,
-                          batch_size=C.train.score_batch_size, device=P.common.device)
+    bank = ft.ranker_states(M[name], rows, texts, family=C.train.family, n_frozen=n_frozen,
+                            max_length=C.train.max_length, batch_size=C.train.score_batch_size, device=P.common.device)
     bank.save(OUT / "states" / f"{name}.npz")
-    print(f"{name}: {n_frozen} frozen layers, states of {len(bank)} pairs ({bank.flat.nbytes / 2**20:.0f} MiB)")
+    print(f"{name}: {n_frozen} frozen layers, states of {len(bank)} texts or pairs ({bank.flat.nbytes / 2**20:.0f} MiB)")

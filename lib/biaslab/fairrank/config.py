@@ -21,14 +21,16 @@ class FairrankData(Section):
 
 
 class FairrankTrain(Section):
-    """The rankers' training (OpenMatch cross-encoder, one epoch, Adam; CPU sizes in params.yaml)."""
+    """The rankers' training (a dense bi-encoder or the OpenMatch cross-encoder, one epoch, Adam; CPU sizes in
+    params.yaml)."""
 
+    family: Literal["bi_encoder", "cross_encoder"]  # biaslab.fairrank.train: the dense ranker or the cross-encoder
     batch_size: int = Field(gt=0)  # pairs (pairwise) or rows (pointwise) per step
     learning_rate: float = Field(gt=0)  # the encoder's trainable layers
     head_learning_rate: float = Field(gt=0)  # the new layers: scoring head, AdvBERT's adversary
     epochs: int = Field(gt=0)
     warmup: float = Field(ge=0)  # < 1: share of the steps, >= 1: steps
-    max_length: int = Field(gt=8)  # tokens of [CLS] query [SEP] passage [SEP]
+    max_length: int = Field(gt=8)  # tokens of a passage (bi-encoder) or of [CLS] query [SEP] passage [SEP]
     # top encoder layers fine-tuned on the frozen bottom's states (a CPU addition; null = all layers, the paper)
     trainable_layers: int | None = Field(gt=0)
     margin: float = Field(gt=0)  # m of the pairwise hinge (eq. 12; the authors' code: 1)

@@ -170,9 +170,29 @@ def mrr(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str], *, cutoff: 
     return {qid: found.get(qid, 0.0) for qid in qids}
 
 
+def ndcg(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str], *, cutoff: int) -> dict[str, float]:
+    """nDCG@cutoff per query of ``qids`` through ``ir_measures`` (graded gains: the TREC DL grades, the ideal ranking
+    over every judged passage of the query); a query with no ranked document scores 0. The competence check's
+    second measure (the base ranker against BM25), not one of the paper's."""
+    import ir_measures
+    from ir_measures import nDCG
+
+    qids = [str(q) for q in qids]
+    keep = set(qids)
+    q = qrels[qrels["qid"].astype(str).isin(keep)]
+    r = run[run["qid"].astype(str).isin(keep)]
+    judged = [ir_measures.Qrel(a, b, int(c)) for a, b, c in zip(
+        q["qid"].astype(str).tolist(), q["docid"].astype(str).tolist(), q["relevance"].tolist(), strict=True)]
+    found = {m.query_id: float(m.value) for m in ir_measures.iter_calc(
+        [nDCG @ cutoff], judged, [ir_measures.ScoredDoc(a, b, c) for a, b, c in zip(
+            r["qid"].astype(str).tolist(), r["docid"].astype(str).tolist(), r["score"].astype(float).tolist(),
+            strict=True)])}
+    return {qid: found.get(qid, 0.0) for qid in qids}
+
+
 def measure_names(cutoffs: Sequence[int], mrr_cutoff: int) -> list[str]:
     """The result tables' measure names, in table order."""
-    names = [f"MRR@{mrr_cutoff}"]
+    names = [f"MRR@{mrr_cutoff}", f"nDCG@{mrr_cutoff}"]
     names += [f"ARaB-{k}@{c}" for k in ARAB_KINDS for c in cutoffs]
     names += [f"NFaiRR@{c}" for c in cutoffs]
     names += [f"GenderTerms@{c}" for c in cutoffs]
@@ -187,8 +207,9 @@ def per_query(run: pd.DataFrame, qrels: pd.DataFrame, terms: pd.DataFrame, qids:
     qids = [str(q) for q in qids]
     ranks = ranked(run[run["qid"].astype(str).isin(set(qids))])
     ranks = {q: ranks.get(q, []) for q in qids}
-    values: dict[str, dict[str, float]] = {f"MRR@{mrr_cutoff}": mrr(run, qrels, qids, cutoff=mrr_cutoff,
-                                                                     relevance=relevance)}
+    values: dict[str, dict[str, float]] = {
+        f"MRR@{mrr_cutoff}": mrr(run, qrels, qids, cutoff=mrr_cutoff, relevance=relevance),
+        f"nDCG@{mrr_cutoff}": ndcg(run, qrels, qids, cutoff=mrr_cutoff)}
     pos = _positions(terms)
     for kind in ARAB_KINDS:
         for c in cutoffs:

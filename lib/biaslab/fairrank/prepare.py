@@ -69,7 +69,7 @@ def toy_pairs(triples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def biased_negatives(cand: pd.DataFrame, qrels: pd.DataFrame, topics: pd.DataFrame, terms: pd.DataFrame, qids,
                      *, relevance: int, negatives: str) -> pd.DataFrame:
     """The non-relevant candidates of the training queries ``qids`` that hold any definitional gender word
-    (``qid, query, docid``): the pool LWS draws its bias-aware negatives from (``biaslab.fairrank.train.lws_pairs``)."""
+    (``qid, query, docid``): the pool LWS draws its bias-aware negatives from (``lws_pairs``)."""
     c = cand[cand["qid"].isin(set(qids))][["qid", "docid"]].merge(qrels, on=["qid", "docid"], how="left")
     neg = c[c["relevance"] == 0] if negatives == "judged" else c[~(c["relevance"] >= relevance)]
     gendered = set(terms.loc[(terms["def_f"] + terms["def_m"]) > 0, "docid"])
@@ -103,3 +103,41 @@ def check_disjoint(train_qids, eval_qids) -> None:
 def pair_key(qid: str, docid: str) -> str:
     """The key of a (query, passage) pair in the state bank."""
     return f"{qid}\x1f{docid}"
+
+
+def query_key(qid: str) -> str:
+    """The key of a query's own states in the bi-encoder's state bank."""
+    return f"q\x1e{qid}"
+
+
+def passage_key(docid: str) -> str:
+    """The key of a passage's own states in the bi-encoder's state bank."""
+    return f"p\x1e{docid}"
+
+
+def lws_pairs(pairs: pd.DataFrame, candidates: pd.DataFrame, terms: pd.DataFrame, *, share: float,
+              seed: int) -> pd.DataFrame:
+    """LWS (Bigdeli et al., ECIR 2022, "a light-weight strategy for restraining gender biases"): the negatives of a
+    share of each query's pairs are replaced by that query's most gender-biased non-relevant candidates, so the
+    ranker learns to push biased passages down. Our reading of the method (the paper text is not here): bias =
+    |log(f + 1) − log(m + 1)| of the definitional words (ARaB-TF's document magnitude); ``candidates``: ``qid,
+    docid`` of the non-relevant passages a negative may be drawn from. ``share`` of the pairs whose query has such a
+    candidate are chosen at random (``seed``), over all of them at once — not rounded per query, which would swap
+    nothing for queries with one pair — and each query's chosen pairs take its candidates by decreasing bias, cycling
+    (only passages with bias > 0)."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"fairrank LWS share = {share}: must be in [0, 1]")
+    t = terms.set_index("docid")
+    bias = (np.log(t["def_f"] + 1.0) - np.log(t["def_m"] + 1.0)).abs()
+    cand = candidates.assign(bias=bias.reindex(candidates["docid"]).to_numpy())
+    cand = cand[cand["bias"] > 0].sort_values(["qid", "bias", "docid"], ascending=[True, False, True])
+    pools = {q: g["docid"].tolist() for q, g in cand.groupby("qid")}
+    out = pairs.copy()
+    eligible = out.index[out["qid"].isin(pools.keys())].to_numpy()
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.permutation(eligible)[: round(share * len(eligible))])
+    for qid, idx in out.loc[chosen].groupby("qid").groups.items():
+        pool = pools[qid]
+        for j, i in enumerate(idx):
+            out.loc[i, "neg"] = pool[j % len(pool)]
+    return out

@@ -1,25 +1,33 @@
-"""fairrank's cross-encoder re-rankers (§3.3, §4.2; App. A) and their baselines, trained with the Hugging Face
-``Trainer``.
+"""fairrank's neural re-rankers (§3.3, §4.2; App. A) and their baselines, trained with the Hugging Face ``Trainer``.
 
-A ranker is ``AutoModelForSequenceClassification`` with one output on ``[CLS] query [SEP] passage [SEP]`` — the
-OpenMatch cross-encoder the paper uses; its raw output is Φ(q, d) (the ranking score; Algorithm 1's sigmoid is
-monotone and left to the losses: tanh Φ in the pairwise hinge, σ in the pointwise MSE, as the authors' code). The
-model's ``forward`` returns the loss of its :class:`Objective`, so the stock ``Trainer`` (AdamW, linear schedule
-with warm-up, seeds, GPU when present) trains every variant:
+Two ranker families (``fairrank.train.family``; the loss is model-agnostic, §3.3):
+
+* ``bi_encoder`` (the default) — the paper's subject, a *dense* ranker: the pretrained sentence encoder embeds query
+  and passage apart (mean pooling, unit length) and Φ(q, d) is their cosine. The shipped all-MiniLM-L6-v2 was
+  trained for retrieval (MS MARCO among its data), so the base ranker starts above the BM25 order it re-ranks; the
+  penalty / reward terms then act on a ranker that works.
+* ``cross_encoder`` — ``AutoModelForSequenceClassification`` with one new output on ``[CLS] query [SEP] passage
+  [SEP]``, the OpenMatch cross-encoder of the authors' code; its head starts untrained, and at CPU sizes (600 pairs,
+  one layer, one epoch) it ranks below BM25.
+
+Φ(q, d) is the raw score (Algorithm 1's sigmoid is monotone and left to the losses: tanh Φ in the pairwise hinge,
+σ in the pointwise MSE, as the authors' code). The model's ``forward`` returns the loss of its :class:`Objective`,
+so the stock ``Trainer`` (AdamW, linear schedule with warm-up, seeds, GPU when present) trains every variant:
 
 * ``pairwise`` — :func:`biaslab.fairrank.losses.pairwise_loss` on (q, d⁺, d⁻) pairs (the base ranker: mode none;
   the six scenarios: penalty / reward × relevant / irrelevant / both);
 * ``pointwise`` — :func:`biaslab.fairrank.losses.pointwise_loss` on (q, d, y) rows;
 * **AdvBERT** (Rekabsaz et al. 2021; a baseline): the pairwise hinge plus λ_adv · CE of an adversary that predicts
-  the passage's gender class (female- / male-leaning / neither, from the representative words) from the pooled
-  [CLS] state through a gradient-reversal layer;
-* **LWS** (Bigdeli et al. 2022; a baseline) changes the data, not the model: :func:`lws_pairs` swaps a share of
-  each query's negatives for its most gender-biased non-relevant candidates (see there).
+  the passage's gender class (female- / male-leaning / neither, from the representative words) from the pair's
+  pooled [CLS] state (cross-encoder) or the passage embedding (bi-encoder) through a gradient-reversal layer;
+* **LWS** (Bigdeli et al. 2022; a baseline) changes the data, not the model: :func:`biaslab.fairrank.prepare.lws_pairs`
+  swaps a share of each query's negatives for its most gender-biased non-relevant candidates (see there).
 
 **Partial fine-tuning on CPU** (``trainable_layers``; an addition behind a parameter, the paper fine-tunes every
-layer): the bottom layers are frozen and their states for every (query, passage) pair come from the data stage's
-:class:`biaslab.frozen.StateBank`, so each ranker trains and scores with its top layers, the pooler and the head
-only. ``trainable_layers: null`` trains the whole model on token ids (the paper scale).
+layer): the bottom layers are frozen and their states come from the data stage's :class:`biaslab.frozen.StateBank`
+— one entry per (query, passage) pair for the cross-encoder, per query and per passage for the bi-encoder —, so
+each ranker trains and scores with its top layers (and head) only. ``trainable_layers: null`` trains the whole
+model on token ids (the paper scale).
 """
 
 from __future__ import annotations
@@ -37,9 +45,10 @@ from ..models import new_head_classifier
 from ..runtime import progress, progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
 from .losses import MODES, TARGETS, pairwise_loss, pointwise_loss
-from .prepare import pair_key
+from .prepare import pair_key, passage_key, query_key
 
 OBJECTIVES = ("pairwise", "pointwise")
+FAMILIES = ("bi_encoder", "cross_encoder")
 GENDER_CLASSES = ("n", "f", "m")
 
 
@@ -80,27 +89,35 @@ def frozen_count(model_dir, trainable_layers: int | None) -> int:
     return n - int(trainable_layers)
 
 
-def build_ranker(model_dir, objective: Objective, *, n_frozen: int, seed: int):
-    """A cross-encoder ranker (an ``nn.Module``) on the encoder in ``model_dir``; the new head is initialised from
-    ``seed``. With ``n_frozen`` > 0 it reads frozen-bottom states instead of token ids (BERT-style encoders)."""
+def build_ranker(model_dir, objective: Objective, *, family: str, n_frozen: int, seed: int):
+    """A ranker of ``family`` (an ``nn.Module``) on the encoder in ``model_dir``; new layers (the cross-encoder's
+    head, the adversary) are initialised from ``seed``. With ``n_frozen`` > 0 it reads frozen-bottom states instead
+    of token ids (BERT-style encoders)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
+    from transformers import AutoModel
+
+    if family not in FAMILIES:
+        raise ValueError(f"fairrank.train.family = {family!r}: one of {FAMILIES}")
     reverse = grad_reverse()
     seed_everything(seed)
 
     class Ranker(nn.Module):
         def __init__(self):
             super().__init__()
-            self.hf = new_head_classifier(model_dir, num_labels=1)
+            cross = family == "cross_encoder"
+            self.hf = new_head_classifier(model_dir, num_labels=1) if cross else AutoModel.from_pretrained(
+                str(model_dir), add_pooling_layer=False)
             self.config = self.hf.config
             self.n_frozen = int(n_frozen)
             self.objective = objective
             if self.n_frozen:
                 base = self.hf.base_model
-                if not hasattr(base, "encoder") or not hasattr(base, "pooler") or base.pooler is None:
-                    raise ValueError(f"{type(self.hf).__name__}: frozen-layer training needs a BERT-style encoder with "
-                                     "a pooler; set fairrank.train.trainable_layers: null for this backbone")
+                if not hasattr(base, "encoder") or (cross and getattr(base, "pooler", None) is None):
+                    raise ValueError(f"{type(self.hf).__name__}: frozen-layer training needs a BERT-style encoder"
+                                     f"{' with a pooler' if cross else ''}; set fairrank.train.trainable_layers: null "
+                                     "for this backbone")
                 for p in base.embeddings.parameters():
                     p.requires_grad_(False)
                 for layer in base.encoder.layer[: self.n_frozen]:
@@ -111,23 +128,38 @@ def build_ranker(model_dir, objective: Objective, *, n_frozen: int, seed: int):
                 self.adversary = nn.Sequential(nn.Linear(dim, objective.adv_hidden), nn.ReLU(),
                                                nn.Linear(objective.adv_hidden, len(GENDER_CLASSES)))
 
-        def encode(self, x, mask, token_type_ids=None):
-            """(score Φ [batch], pooled [CLS] state) for states ``x`` (frozen bottom) or token ids ``x``."""
+        def _hidden(self, x, mask, tt=None):
+            base = self.hf.base_model
             if self.n_frozen:
-                base = self.hf.base_model
-                h = run_layers(base.encoder.layer[self.n_frozen:], self.config, x, mask)
-                pooled = base.pooler(h)
+                return run_layers(base.encoder.layer[self.n_frozen:], self.config, x, mask)
+            return base(input_ids=x, attention_mask=mask, token_type_ids=tt).last_hidden_state
+
+        def _embed(self, x, mask, tt=None):
+            """The sentence embedding of sentence-transformers' all-MiniLM-L6-v2: mean over real tokens, unit length."""
+            h = self._hidden(x, mask, tt)
+            m = mask.unsqueeze(-1).to(h.dtype)
+            return F.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+
+        def encode(self, x, mask, tt=None, xq=None, maskq=None, ttq=None):
+            """(score Φ [batch], pooled state) for states ``x`` (frozen bottom) or token ids ``x`` — the pair
+            (cross-encoder), or the passage with the query in ``xq`` (bi-encoder)."""
+            if family == "bi_encoder":
+                d = self._embed(x, mask, tt)
+                return (self._embed(xq, maskq, ttq) * d).sum(-1), d
+            if self.n_frozen:
+                pooled = self.hf.base_model.pooler(self._hidden(x, mask))
                 return self.hf.classifier(self.hf.dropout(pooled)).squeeze(-1), pooled
-            out = self.hf(input_ids=x, attention_mask=mask, token_type_ids=token_type_ids, output_hidden_states=True)
+            out = self.hf(input_ids=x, attention_mask=mask, token_type_ids=tt, output_hidden_states=True)
             return out.logits.squeeze(-1), out.hidden_states[-1][:, 0]
 
-        def forward(self, x, mask, term, x_neg=None, mask_neg=None, term_neg=None, labels=None, tt=None,
-                    tt_neg=None, gender=None, gender_neg=None):
+        def forward(self, term, term_neg=None, labels=None, gender=None, gender_neg=None, num_items_in_batch=None,
+                    **inputs):
             o = self.objective
-            s, pooled = self.encode(x, mask, tt)
+            first = {k: v for k, v in inputs.items() if not k.endswith("_neg")}
+            s, pooled = self.encode(**first)
             if o.objective == "pointwise":
                 return {"loss": pointwise_loss(s, labels, term, mode=o.mode, target=o.target, lam=o.lam), "scores": s}
-            s_neg, pooled_neg = self.encode(x_neg, mask_neg, tt_neg)
+            s_neg, pooled_neg = self.encode(**{k[:-4]: v for k, v in inputs.items() if k.endswith("_neg")})
             loss = pairwise_loss(s, s_neg, term, term_neg, mode=o.mode, target=o.target, lam=o.lam, margin=o.margin)
             if o.adv_lambda:
                 logits = self.adversary(reverse(torch.cat([pooled, pooled_neg])))
@@ -138,53 +170,91 @@ def build_ranker(model_dir, objective: Objective, *, n_frozen: int, seed: int):
 
 
 # ------------------------------------------------------------------------------------------ states
-def pair_states(model_dir, pairs: pd.DataFrame, texts: dict[str, str], *, n_frozen: int, max_length: int,
-                batch_size: int, device: str) -> StateBank:
-    """The frozen bottom's states for every distinct (``qid``, ``query``, ``docid``) row of ``pairs``, keyed by
-    :func:`biaslab.fairrank.prepare.pair_key` (``texts``: docid → passage)."""
+def ranker_states(model_dir, pairs: pd.DataFrame, texts: dict[str, str], *, family: str, n_frozen: int,
+                  max_length: int, batch_size: int, device: str) -> StateBank:
+    """The frozen bottom's states for every distinct (``qid``, ``query``, ``docid``) row of ``pairs``
+    (``texts``: docid → passage): per pair, keyed by :func:`biaslab.fairrank.prepare.pair_key`, for the
+    cross-encoder; per query and per passage (:func:`~biaslab.fairrank.prepare.query_key`,
+    :func:`~biaslab.fairrank.prepare.passage_key`) for the bi-encoder."""
     from transformers import AutoModel, AutoTokenizer
 
-    rows = pairs[["qid", "query", "docid"]].drop_duplicates(["qid", "docid"])
-    keys = [pair_key(q, d) for q, d in zip(rows["qid"], rows["docid"], strict=True)]
+    if family not in FAMILIES:
+        raise ValueError(f"fairrank.train.family = {family!r}: one of {FAMILIES}")
     if not n_frozen:
         return StateBank(0)
-    lookup = {k: (q, texts[d]) for k, q, d in zip(keys, rows["query"], rows["docid"], strict=True)}
+    rows = pairs[["qid", "query", "docid"]].drop_duplicates(["qid", "docid"])
+    if family == "cross_encoder":
+        lookup = {pair_key(q, d): (qq, texts[d]) for q, qq, d in zip(rows["qid"], rows["query"], rows["docid"],
+                                                                      strict=True)}
+        what = "query-passage pairs"
+    else:
+        lookup = {query_key(q): (qq,) for q, qq in zip(rows["qid"], rows["query"], strict=True)}
+        lookup.update({passage_key(d): (texts[d],) for d in rows["docid"]})
+        what = "queries and passages"
+    keys = list(lookup)
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModel.from_pretrained(str(model_dir)).to(select_device(device))
 
     def tokenize(idx):
-        qs, ds = zip(*(lookup[keys[i]] for i in idx), strict=True)
-        return tok(list(qs), list(ds), truncation="only_second", max_length=max_length, padding=True,
-                   return_tensors="pt")
+        parts = list(zip(*(lookup[keys[i]] for i in idx), strict=True))
+        return tok(*map(list, parts), truncation="only_second" if len(parts) == 2 else True, max_length=max_length,
+                   padding=True, return_tensors="pt")
 
-    parts = bottom_states(model, tokenize, [len(q) + len(d) for q, d in lookup.values()], n_frozen=n_frozen,
-                          batch_size=batch_size, desc=f"frozen layers 1-{n_frozen} of {len(keys)} query-passage pairs")
+    parts = bottom_states(model, tokenize, [sum(map(len, v)) for v in lookup.values()], n_frozen=n_frozen,
+                          batch_size=batch_size, desc=f"frozen layers 1-{n_frozen} of {len(keys)} {what}")
     offsets = np.cumsum([0, *(len(p) for p in parts)])
     return StateBank(n_frozen, keys, np.concatenate(parts).astype(np.float16), offsets)
 
 
 # --------------------------------------------------------------------------------------------- data
 class _Inputs:
-    """One (query, passage) pair as the model reads it: frozen states, or token ids when the whole model trains."""
+    """One (query, passage) pair as the model of ``family`` reads it: frozen states, or token ids when the whole model
+    trains; the bi-encoder's query side under ``q`` keys."""
 
-    def __init__(self, tokenizer, bank: StateBank | None, texts: dict[str, str], max_length: int):
-        self.tok, self.bank, self.texts, self.max_length = tokenizer, bank, texts, max_length
+    def __init__(self, tokenizer, bank: StateBank | None, texts: dict[str, str], max_length: int, family: str):
+        if family not in FAMILIES:
+            raise ValueError(f"fairrank.train.family = {family!r}: one of {FAMILIES}")
+        self.tok, self.bank, self.texts, self.max_length, self.family = tokenizer, bank, texts, max_length, family
 
     def item(self, qid: str, query: str, docid: str) -> dict:
+        bi = self.family == "bi_encoder"
         if self.bank is not None and self.bank.n_frozen:
+            if bi:
+                return {"states": self.bank.get(passage_key(docid)), "q_states": self.bank.get(query_key(qid))}
             return {"states": self.bank.get(pair_key(qid, docid))}
+        keep = ("input_ids", "attention_mask", "token_type_ids")
+        if bi:
+            d = self.tok(self.texts[docid], truncation=True, max_length=self.max_length)
+            q = self.tok(query, truncation=True, max_length=self.max_length)
+            return {"d": {k: d[k] for k in keep if k in d}, "q": {k: q[k] for k in keep if k in q}}
         enc = self.tok(query, self.texts[docid], truncation="only_second", max_length=self.max_length)
-        return {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+        return {k: enc[k] for k in keep if k in enc}
+
+    def _pad_tokens(self, items: list[dict], prefix: str = "") -> dict:
+        enc = self.tok.pad(items, return_tensors="pt")
+        out = {f"x{prefix}": enc["input_ids"], f"mask{prefix}": enc["attention_mask"]}
+        if "token_type_ids" in enc:
+            out[f"tt{prefix}"] = enc["token_type_ids"]
+        return out
 
     def pad(self, items: list[dict]) -> dict:
+        """The model's ``encode`` keyword arguments for a batch of items."""
         if "states" in items[0]:
             x, mask = pad_states([it["states"] for it in items])
-            return {"x": x, "mask": mask}
-        enc = self.tok.pad(items, return_tensors="pt")
-        out = {"x": enc["input_ids"], "mask": enc["attention_mask"]}
-        if "token_type_ids" in enc:
-            out["tt"] = enc["token_type_ids"]
-        return out
+            out = {"x": x, "mask": mask}
+            if "q_states" in items[0]:
+                out["xq"], out["maskq"] = pad_states([it["q_states"] for it in items])
+            return out
+        if "q" in items[0]:
+            return {**self._pad_tokens([it["d"] for it in items]), **self._pad_tokens([it["q"] for it in items], "q")}
+        return self._pad_tokens(items)
+
+    @staticmethod
+    def size(item: dict) -> int:
+        """Tokens of the passage side (the batching key of :func:`score`)."""
+        if "states" in item:
+            return len(item["states"])
+        return len(item.get("d", item)["input_ids"])
 
 
 class _Rows:
@@ -202,19 +272,13 @@ def _collate(inputs: _Inputs, objective: str):
     import torch
 
     def collate(items):
-        first = inputs.pad([it["first"] for it in items])
-        batch = {"x": first["x"], "mask": first["mask"],
+        batch = {**inputs.pad([it["first"] for it in items]),
                  "term": torch.tensor([it["term"] for it in items], dtype=torch.float32)}
-        if "tt" in first:
-            batch["tt"] = first["tt"]
         if objective == "pointwise":
             batch["labels"] = torch.tensor([it["label"] for it in items], dtype=torch.float32)
             return batch
-        second = inputs.pad([it["second"] for it in items])
-        batch.update({"x_neg": second["x"], "mask_neg": second["mask"],
-                      "term_neg": torch.tensor([it["term_neg"] for it in items], dtype=torch.float32)})
-        if "tt" in second:
-            batch["tt_neg"] = second["tt"]
+        batch.update({f"{k}_neg": v for k, v in inputs.pad([it["second"] for it in items]).items()})
+        batch["term_neg"] = torch.tensor([it["term_neg"] for it in items], dtype=torch.float32)
         if "gender" in items[0]:
             batch["gender"] = torch.tensor([it["gender"] for it in items])
             batch["gender_neg"] = torch.tensor([it["gender_neg"] for it in items])
@@ -268,34 +332,6 @@ def training_items(data: pd.DataFrame, objective: Objective, terms: pd.DataFrame
     return items
 
 
-def lws_pairs(pairs: pd.DataFrame, candidates: pd.DataFrame, terms: pd.DataFrame, *, share: float,
-              seed: int) -> pd.DataFrame:
-    """LWS (Bigdeli et al., ECIR 2022, "a light-weight strategy for restraining gender biases"): the negatives of a
-    share of each query's pairs are replaced by that query's most gender-biased non-relevant candidates, so the
-    ranker learns to push biased passages down. Our reading of the method (the paper text is not here): bias =
-    |log(f + 1) − log(m + 1)| of the definitional words (ARaB-TF's document magnitude); ``candidates``: ``qid,
-    docid`` of the non-relevant passages a negative may be drawn from. ``share`` of the pairs whose query has such a
-    candidate are chosen at random (``seed``), over all of them at once — not rounded per query, which would swap
-    nothing for queries with one pair — and each query's chosen pairs take its candidates by decreasing bias, cycling
-    (only passages with bias > 0)."""
-    if not 0 <= share <= 1:
-        raise ValueError(f"fairrank LWS share = {share}: must be in [0, 1]")
-    t = terms.set_index("docid")
-    bias = (np.log(t["def_f"] + 1.0) - np.log(t["def_m"] + 1.0)).abs()
-    cand = candidates.assign(bias=bias.reindex(candidates["docid"]).to_numpy())
-    cand = cand[cand["bias"] > 0].sort_values(["qid", "bias", "docid"], ascending=[True, False, True])
-    pools = {q: g["docid"].tolist() for q, g in cand.groupby("qid")}
-    out = pairs.copy()
-    eligible = out.index[out["qid"].isin(pools.keys())].to_numpy()
-    rng = np.random.default_rng(seed)
-    chosen = np.sort(rng.permutation(eligible)[: round(share * len(eligible))])
-    for qid, idx in out.loc[chosen].groupby("qid").groups.items():
-        pool = pools[qid]
-        for j, i in enumerate(idx):
-            out.loc[i, "neg"] = pool[j % len(pool)]
-    return out
-
-
 # ------------------------------------------------------------------------------------------ fitting
 NEW_LAYERS = ("hf.classifier.", "adversary.")  # initialised here, trained at the head learning rate
 
@@ -336,23 +372,22 @@ def score(model, rows: pd.DataFrame, inputs: _Inputs, *, batch_size: int) -> np.
     model.eval()
     device = next(model.parameters()).device
     items = [inputs.item(q, qq, d) for q, qq, d in zip(rows["qid"], rows["query"], rows["docid"], strict=True)]
-    size = [len(it["states"]) if "states" in it else len(it["input_ids"]) for it in items]
-    order = np.argsort([-n for n in size], kind="stable")
+    order = np.argsort([-inputs.size(it) for it in items], kind="stable")
     out = np.zeros(len(items), np.float32)
     batches = range(0, len(order), batch_size)
     with torch.inference_mode():
         for s in progress(batches, desc="re-ranking", disable=len(batches) <= 1):
             idx = order[s:s + batch_size]
             b = inputs.pad([items[i] for i in idx])
-            out[idx] = model.encode(b["x"].to(device), b["mask"].to(device),
-                                    b["tt"].to(device) if "tt" in b else None)[0].float().cpu().numpy()
+            out[idx] = model.encode(**{k: v.to(device) for k, v in b.items()})[0].float().cpu().numpy()
     return out
 
 
-def make_inputs(model_dir, bank: StateBank | None, texts: dict[str, str], max_length: int) -> _Inputs:
+def make_inputs(model_dir, bank: StateBank | None, texts: dict[str, str], max_length: int, *,
+                family: str) -> _Inputs:
     from transformers import AutoTokenizer
 
-    return _Inputs(AutoTokenizer.from_pretrained(str(model_dir)), bank, texts, max_length)
+    return _Inputs(AutoTokenizer.from_pretrained(str(model_dir)), bank, texts, max_length, family)
 
 
 def rank_frame(rows: pd.DataFrame, scores: Sequence[float], ranker: str, seed: int) -> pd.DataFrame:
