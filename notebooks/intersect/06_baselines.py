@@ -125,8 +125,9 @@ if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
         for subset in B.subsets:
             sp = splits[(splits["subset"] == subset) & splits["paragraph_id"].isin(answers)].merge(
                 paragraphs[["paragraph_id", "labels"]], on="paragraph_id")
-            rows += bl.test_scores(f"Zero-shot LLM ({llm.model})", corpus, subset, sp,
-                                   [answers[i] for i in sp["paragraph_id"]])
+            preds = [answers[i] for i in sp["paragraph_id"]]
+            rows += bl.test_scores(f"Zero-shot LLM ({llm.model})", corpus, subset, sp, preds)
+            per_paragraph.append(bl.paragraph_rows(f"Zero-shot LLM ({llm.model})", corpus, subset, sp, preds))
 
 baselines = pd.DataFrame(rows)
 write_csv(ROOT / "reports/intersect/results/baselines_long.csv", baselines)

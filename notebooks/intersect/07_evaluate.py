@@ -37,8 +37,6 @@ from biaslab.plots import save_figure, set_style
 # %% tags=["parameters"]
 # `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
 # -p or with `biaslab run STAGE --set name=value` to override it.
-seed = ...  # common.seed
-rounds = ...  # common.uncertainty.rounds
 confidence = ...  # common.uncertainty.confidence
 device = ...  # common.device
 batch_size = ...  # common.batch_size
@@ -50,6 +48,7 @@ aggregation = ...  # intersect.evaluate.aggregation
 threshold = ...  # intersect.evaluate.threshold
 top_m = ...  # intersect.evaluate.top_m
 weighted = ...  # intersect.evaluate.weighted
+plateau_from = ...  # intersect.evaluate.plateau_from
 plateau_bound = ...  # intersect.evaluate.plateau_bound
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
@@ -100,15 +99,15 @@ summary.round(3)
 
 # %% [markdown]
 # ## Uncertainty and the paper's claims
-# Paired per-paragraph Jaccard differences (the same held-out paragraphs of each subset C_i, resampled within
-# subsets) with bootstrap intervals; each claim a verdict computed from them.
+# Paired per-paragraph Jaccard differences (the same held-out paragraphs of each subset C_i) with Student-t
+# intervals at each claim's Holm level; each claim a verdict computed from them (docs/claims.md).
 
 # %%
 U = P.common.uncertainty
 clf = pd.read_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.parquet").assign(k=K)
-claims = cl.write(OUT / "claims.csv", findings.claims(
-    pd.concat([per_paragraph, clf], ignore_index=True), k=K, k_max=max(ks), plateau_bound=E.plateau_bound,
-    rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
+claims = cl.write(OUT / "claims.csv", cl.finalize(findings.claims(
+    pd.concat([per_paragraph, clf], ignore_index=True), k=K, plateau_from=E.plateau_from, k_max=max(ks),
+    plateau_bound=E.plateau_bound), level=U.confidence))
 claims
 
 # %%

@@ -114,7 +114,8 @@ class IntersectEvaluate(Section):
     threshold: float = Field(gt=0, le=1)
     top_m: int = Field(gt=0)
     weighted: bool
-    plateau_bound: float = Field(gt=0)  # claim check: Jaccard change from k to the largest swept k called a plateau
+    plateau_from: int = Field(gt=0)  # App. A.5: the depth after which the paper's gains diminish (15)
+    plateau_bound: float = Field(gt=0)  # claim check: Jaccard change from plateau_from to the largest swept k: flat
 
 
 class IntersectDetect(Section):
