@@ -93,13 +93,16 @@ def test_the_noise_band_is_the_range_of_the_perturbed_re_measurements():
     enc = Lookup(lambda t: tied[t])
     card = decision_card(tied, df)
     probes = measure.Probes(bbq_rows=df, seat_tests=[], card_args={}, embedder_tasks={}, rank_lists=pd.DataFrame(),
-                            rank_args={}, rank_measures=[], perturbation={"rounds": 8, "cosine": 0.99998, "seed": 0})
+                            rank_args={}, rank_measures=[], perturbation={"rounds": 8, "cosine": 0.99998, "seed": 0,
+                                                                      "acc_at_1": "own_context"})
     band = measure.noise_band(enc, "tied", card, probes)
     assert band["spd_min"] < band["spd_max"]  # exact ties flip under noise
     vectors = {t: tied[t] for t in perturb.probe_texts(df)}  # in the order the card encodes them
-    _, stab = perturb.perturbation_check({"tied": card}, df, {"tied": vectors}, rounds=8, cosine=0.99998, seed=0)
+    _, stab = perturb.perturbation_check({"tied": card}, df, {"tied": vectors}, rounds=8, cosine=0.99998, seed=0,
+                                         acc_at_1="own_context")
     assert band == {c: pytest.approx(stab.iloc[0][c]) for c in measure.NOISE_BANDS}  # ragfair's check, its knobs
-    no_rounds = dataclasses.replace(probes, perturbation={"rounds": 0, "cosine": 0.99998, "seed": 0})
+    no_rounds = dataclasses.replace(probes, perturbation={"rounds": 0, "cosine": 0.99998, "seed": 0,
+                                                                   "acc_at_1": "own_context"})
     assert measure.noise_band(enc, "tied", card, no_rounds) == {}
 
 

@@ -266,6 +266,15 @@ def test_ragfair_outputs_are_sane(pipeline):
     assert r is None or r != r or -1 <= r <= 1  # NaN when every checkpoint has the same value (tiny data)
     train = json.loads((root / "reports/ragfair/train/lora_wiseft.json").read_text())
     assert train["pairs"] == 16 and train["steps"] == 2
+    from biaslab import claims as cl
+    from biaslab import competence
+
+    claims = cl.read(root / "reports/ragfair/results/claims.csv")
+    assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and len(claims) >= 8
+    comp = competence.read(root / "reports/ragfair/results/competence.csv")
+    assert comp["check"].tolist() == ["the frozen encoder's first context answers the question"]
+    if not comp["passed"].all():  # a failed floor leaves every claim untestable
+        assert set(claims["verdict"]) == {"untestable"}
 
 
 def test_ragcontrol_outputs_are_sane(pipeline):
@@ -288,6 +297,13 @@ def test_ragcontrol_outputs_are_sane(pipeline):
     fits = pd.read_csv(root / "reports/ragcontrol/results/fits.csv")
     assert {"fine-tune", "projection", "sampling", "all settings"} <= set(fits["method"])
     assert set(fits["reader"]) == {"smollm2", "smollm2-letter"}  # every listed reader, compared in one analysis
+    from biaslab import claims as cl
+    from biaslab import competence
+
+    comp = competence.read(root / "reports/ragcontrol/results/competence.csv")
+    assert len(comp) == 4 and comp["measure"].eq("answers on the document's side (%)").all()  # 2 tasks x 2 readers
+    claims = cl.read(root / "reports/ragcontrol/results/claims.csv")
+    assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and claims["p_value"].notna().all()
     for fig in ("fig_training.png", "fig_projection.png", "fig_alpha_sampling.png", "fig_pareto.png",
                 "fig_sensitivity.png"):
         assert (root / "reports/ragcontrol/results" / fig).read_bytes()[:4] == b"\x89PNG"

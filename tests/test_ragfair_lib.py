@@ -151,11 +151,17 @@ def test_extrinsic_bias_reads_answers_off_the_retrieved_context():
             v[contexts.index(pro)] = 1.0
         return v
 
-    res = extrinsic.extrinsic_bias(Lookup(vec), df).iloc[0]
+    res = extrinsic.extrinsic_bias(extrinsic.category_decisions(Lookup(vec), df, "answers_question")).iloc[0]
     # neg question -> the old man forgot -> stereotyped answer; nonneg -> young man remembered -> stereotyped too
     assert res["stereotyped_share"] == 1.0
     assert res["spd"] == pytest.approx(1.0)
-    assert res["acc_at_1"] == pytest.approx(100 * 2 / 8)  # the pro context is gold for its own neg+nonneg rows
+    # the pro context answers both questions (it is a context of rows with each), so every row's first context
+    # answers its question; it is the own context only of its own neg + nonneg rows
+    assert res["acc_at_1"] == 100.0
+    own = extrinsic.extrinsic_bias(extrinsic.category_decisions(Lookup(vec), df, "own_context"))
+    assert own.iloc[0]["acc_at_1"] == pytest.approx(100 * 2 / 8) and own.iloc[0]["spd"] == res["spd"]
+    with pytest.raises(ValueError, match="ragfair.evaluate.acc_at_1 must be one of"):
+        extrinsic.category_decisions(Lookup(vec), df, "own")
 
 
 def test_correlation_z_scores_norms_and_bootstraps():
@@ -205,8 +211,8 @@ def decision_card(table, df):
     from biaslab.ragfair import cards
 
     enc = Lookup(lambda t: table[t])
-    dec = extrinsic.category_decisions(enc, df)
-    ext = extrinsic.extrinsic_bias(enc, df, dec)
+    dec = extrinsic.category_decisions(enc, df, "own_context")
+    ext = extrinsic.extrinsic_bias(dec)
     return cards.Card({m: float(ext[m].mean()) for m in ("spd", "eod", "acc_at_1")}, pd.DataFrame(), dec)
 
 
@@ -231,7 +237,7 @@ def test_perturbation_keeps_clear_decisions_and_flips_near_ties():
     tied = unit_vectors(df, lambda row, t: t[contexts[row["category"]][0]] + t[contexts[row["category"]][-1]])
     card_of = {"clear": decision_card(clear, df), "tied": decision_card(tied, df)}
     frames, stab = perturb.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
-                                                 cosine=0.99998, seed=0)
+                                                 cosine=0.99998, seed=0, acc_at_1="own_context")
     assert len(frames) == 8
     by = stab.set_index("checkpoint")
     assert by.at["clear", "decisions_changed"] == 0
@@ -245,35 +251,41 @@ def test_perturbation_keeps_clear_decisions_and_flips_near_ties():
         assert clear_ext.at[cat, "spd"] == pytest.approx(extrinsic.parity_metrics(gold, pred)["spd"])
     # the same seed gives the same re-measurements; no rounds gives none
     again, stab2 = perturb.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=8,
-                                                 cosine=0.99998, seed=0)
+                                                 cosine=0.99998, seed=0, acc_at_1="own_context")
     pd.testing.assert_frame_equal(stab, stab2)
     pd.testing.assert_frame_equal(frames[-1][1], again[-1][1])
     none, stab0 = perturb.perturbation_check(card_of, df, {"clear": clear, "tied": tied}, rounds=0,
-                                                cosine=0.99998, seed=0)
+                                                cosine=0.99998, seed=0, acc_at_1="own_context")
     assert none == [] and stab0["decisions_changed"].isna().all()
     assert (stab0["spd_min"] == stab0["spd"]).all()
 
 
-def test_the_correlation_claim_reads_the_hull_of_the_row_and_perturbation_intervals():
+def test_correlation_claims_use_fishers_z_and_are_judged_against_the_papers_range():
+    import math
+
+    import scipy.stats
+
+    from biaslab import claims as cl
     from biaslab.ragfair import findings
 
-    def corr(pert):
-        c = {"pearson_r": 0.78, "pearson_ci": [0.47, 0.89], "checkpoints": 11, "rounds": 10}
-        if pert is not None:
-            c["perturbation"] = {"pearson_ci": pert, "spearman_ci": pert, "rounds": 20, "cosine": 0.99998}
-        return {"spd": c, "eod": c}
+    def rows(r, n=11):
+        c = {"pearson_r": r, "checkpoints": n}
+        pending = findings.claims({}, {"spd": c, "eod": c}, None, None, acc_drop_bound=2.0, rounds=100, seed=0)
+        return cl.finalize(pending, level=0.95)
 
-    def verdict(pert):
-        out = findings.claims({}, corr(pert), None, acc_drop_bound=2.0, rounds=100, confidence=0.95, seed=0)
-        c = next(c for c in out if c.claim.startswith("‖SEAT‖ correlates positively with ‖SPD‖"))
-        return c.verdict, c.ci_low, c.ci_high, c.rule
-
-    assert verdict(None)[0] == "reproduced"
-    assert verdict([0.30, 0.95])[:3] == ("reproduced", 0.30, 0.95)
-    v, lo, hi, rule = verdict([-0.4, 0.9])
-    assert (v, lo, hi) == ("inconclusive", -0.4, 0.9)
-    assert "20 re-measurements at vector cosine 0.99998" in rule
-    assert verdict([float("nan"), float("nan")])[0] == "inconclusive"
+    first = rows(0.78)[0]
+    assert first.claim.startswith("‖SEAT‖ correlates positively with ‖SPD‖")
+    assert first.our_value == pytest.approx(math.atanh(0.78)) and first.paper_effect == pytest.approx(math.atanh(0.54))
+    # z ± t(n − 1)/√(n − 3) at Holm's level: both rows' p are equal, so the first is tested at α/2
+    half = scipy.stats.t.ppf(1 - 0.05 / 4, 10) / math.sqrt(8)
+    assert (first.ci_low, first.ci_high) == pytest.approx((math.atanh(0.78) - half, math.atanh(0.78) + half))
+    assert first.verdict == "reproduced" and first.n == 11
+    assert rows(0.1)[0].verdict in ("underpowered", "ruled_out")
+    assert rows(-0.95)[0].verdict == "contradicted"
+    nan = rows(float("nan"))[0]
+    assert nan.n == 0 and math.isnan(nan.ci_low)
+    # Spearman's ρ gets the wider standard error √(1.06 / (n − 3))
+    assert findings.fisher_z(0.5, 9, spearman=True).sd == pytest.approx(math.sqrt(1.06 / 6) * 3)
 
 
 def test_bbq_seat_sets_take_groups_and_questions_from_rows():

@@ -3,10 +3,14 @@ and analysis, ragfair's evaluation tables, intersect's baseline scores and the s
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
+from biaslab import stats
 from biaslab.data import sbic
 from biaslab.intersect import baselines
 from biaslab.ragcontrol import analysis, judges, prepare, rag, tasks
@@ -233,12 +237,28 @@ def test_ragcontrol_claims_on_a_reader_that_follows_its_documents():
     util = pd.DataFrame([{"task": "GenderBias-QA", "method": m, "setting": s, "year": "dl19", "qid": str(q),
                           "ndcg": v + 0.01 * q} for m, s, v in (("base", "base", 0.5), ("fine-tune", "r@m=1", 0.49),
                                                                  ("projection", "alpha=3", 0.30)) for q in range(15)])
-    out = {c.claim: c for c in findings.claims(t, util, sampling_bound=10.0, **U)}
+    C = SimpleNamespace(follow_floor=80.0, sampling_bound=10.0)
+    following = findings.context_following(retrieved, answers)
+    assert following["follows"].mean() > 90  # follows with probability 0.9, guesses right half the other times
+    rows, comp = findings.paper_claims(t, util, following, C, level=0.95, rounds=500, seed=0)
+    assert comp["check"].tolist() == ["GenderBias-QA, reader r1: answers the side of a one-sided document"]
+    assert comp["passed"].all()
+    out = {c.claim: c for c in rows}
     slope = next(c for k, c in out.items() if "fine-tune, slope" in k)
-    assert slope.verdict == "reproduced" and slope.ci_low > 0
-    assert next(c for k, c in out.items() if "moves the embedder" in k).verdict == "reproduced"
-    assert next(c for k, c in out.items() if "sampling" in k).verdict in ("reproduced", "inconclusive")
+    assert slope.verdict == "reproduced" and slope.ci_low > 0 and slope.kind == "claim"
+    moved = next(c for k, c in out.items() if "moves the embedder" in k)
+    assert moved.verdict == "reproduced" and moved.kind == "check"  # the mitigation acts; never counted
+    assert next(c for k, c in out.items() if "sampling" in k).verdict in ("reproduced", "underpowered")
     assert next(c for k, c in out.items() if "projecting" in k).verdict == "reproduced"
+    # a reader that ignores its documents fails the floor: its slopes are untestable, the embedder's claims are not
+    retrieved, answers = toy_questions(slope=0.0, n=80)
+    t = findings.question_table(retrieved, answers)
+    rows, comp = findings.paper_claims(t, util, findings.context_following(retrieved, answers), C, level=0.95,
+                                       rounds=500, seed=0)
+    assert not comp["passed"].any()
+    verdicts = {c.claim: c.verdict for c in rows}
+    assert {v for k, v in verdicts.items() if "slope" in k} == {"untestable"}
+    assert next(v for k, v in verdicts.items() if "projecting" in k) == "reproduced"
     iv = findings.setting_intervals(t, **U)
     assert (iv["rag_bias_ci_low"] <= iv["rag_bias"]).all() and (iv["rag_bias"] <= iv["rag_bias_ci_high"]).all()
 
@@ -248,8 +268,8 @@ def test_ragcontrol_slope_of_an_insensitive_reader_is_not_called_positive():
 
     retrieved, answers = toy_questions(slope=0.0, n=60, seed=3)
     t = findings.question_table(retrieved, answers)
-    est = findings.slope(t[t["family"] == "fine-tune"], **U)
-    assert est.ci_low < 0 < est.ci_high  # a reader that ignores its documents has no measurable sensitivity
+    low, high = findings.slope(t[t["family"] == "fine-tune"], rounds=500, seed=0).interval(0.95)
+    assert low < 0 < high  # a reader that ignores its documents has no measurable sensitivity
 
 
 def test_intersect_claims_pair_the_same_paragraphs():
@@ -288,12 +308,12 @@ def test_ragfair_intervals_and_claims_from_card_decisions():
 
     rng = np.random.default_rng(0)
 
-    def card(p_stereo):
+    def card(p_stereo, p_hit=0.7):
         dec = {}
         for cat in ("Age", "Religion"):
             gold = rng.choice(["stereotyped", "non-stereotyped", "unknown"], 120)
             pred = np.where(rng.random(120) < p_stereo, "stereotyped", "non-stereotyped")
-            dec[cat] = (gold, pred, rng.random(120) < 0.3)
+            dec[cat] = (gold, pred, rng.random(120) < p_hit)
         return cards.Card({}, pd.DataFrame(), dec)
 
     base = card(0.8)
@@ -307,7 +327,26 @@ def test_ragfair_intervals_and_claims_from_card_decisions():
     assert spd["diff_ci_high"] < 0  # alternating answers remove the stereotyped preference
     same = iv[(iv["checkpoint"] == "Full without fairness (alpha=0)") & (iv["measure"] == "spd")].iloc[0]
     assert same["diff_vs_baseline"] == 0 and same["diff_ci_low"] == same["diff_ci_high"] == 0
-    out = {c.claim: c.verdict for c in findings.claims(card_of, {}, None, acc_drop_bound=2.0, **U)}
-    assert out["Full framework lowers SPD vs the frozen encoder"] == "reproduced"
-    assert out["the fairness term lowers SPD (Full framework vs its α = 0 control)"] == "reproduced"
-    assert out["the full framework costs little Acc@1 (change within the bound)"] == "reproduced"
+    E = SimpleNamespace(acc_floor=50.0, acc_drop_bound=2.0)
+    rows, comp = findings.paper_claims(card_of, {}, None, None, E, level=0.95, rounds=500, seed=0)
+    assert comp["passed"].tolist() == [True] and comp["ci_low"].iloc[0] > 50  # hits at 70 %
+    out = {c.claim: c for c in rows}
+    full = out["Full framework lowers SPD vs the frozen encoder"]
+    assert full.verdict == "reproduced" and full.paper_effect == pytest.approx(0.107 - 0.135)
+    # the interval is the Wald-type t interval with the paired bootstrap's standard error over the 240 rows
+    d = findings._measure(findings._flat(card_of["Full framework"]), "spd")
+    b = findings._measure(findings._flat(base), "spd")
+    res = stats.resample_indices(240, 500, 0, np.repeat(["Age", "Religion"], 120))
+    se = float(np.std(d(res) - b(res), ddof=1))
+    q = (full.ci_high - full.ci_low) / 2 / se  # centred on our value, t quantile at one of Holm's 4 levels
+    assert (full.ci_low + full.ci_high) / 2 == pytest.approx(full.our_value)
+    assert min(abs(q - scipy.stats.t.ppf(1 - 0.05 / 2 / k, 239)) for k in (1, 2, 3, 4)) < 1e-9
+    assert out["the fairness term lowers SPD (Full framework vs its α = 0 control)"].verdict == "reproduced"
+    # the same hits: an Acc@1 change of exactly 0, inside ±2
+    assert out["the full framework costs little Acc@1 (change within the bound)"].verdict == "reproduced"
+    # a retriever below the floor: every claim untestable, naming the check
+    weak = {k: cards.Card({}, pd.DataFrame(), {c: (g, p, np.zeros(len(g), bool)) for c, (g, p, _) in v.decisions.items()})
+            for k, v in card_of.items()}
+    rows, comp = findings.paper_claims(weak, {}, None, None, E, level=0.95, rounds=500, seed=0)
+    assert comp["passed"].tolist() == [False]
+    assert {c.verdict for c in rows} == {"untestable"} and all("competence check" in c.rule for c in rows)

@@ -319,6 +319,26 @@ def test_holm_stop_widens_the_interval_to_the_null():
     assert all(r.p_adjusted >= 0.05 and r.ci_low <= 0 <= r.ci_high and r.verdict == "underpowered" for r in rows)
 
 
+def test_a_no_change_claim_after_holm_stops_is_not_reproduced_but_a_large_change_still_contradicts():
+    # an effect claim with p ≈ 0.03 stops Holm (α/3 first); then the no-change rows are tested on their own
+    # intervals: one inside ±1 is not called reproduced (equivalence not shown for the family), one wholly beyond
+    # the bound — a change larger than it — still contradicts, the interval not widened towards 0
+    stop = claims.effect("stop", "§", "+", _ev(0.41, n=30), direction=1)
+    inside = claims.no_change("inside", "§", "±1", claims.Evidence(0.0, 0.5, 200), bound=1.0)
+    beyond = claims.no_change("beyond", "§", "±1", claims.Evidence(-6.0, 3.0, 200), bound=1.0)
+    rows = {r.claim: r for r in claims.finalize([stop, inside, beyond], level=0.95)}
+    assert rows["inside"].p_value < 0.001 and rows["inside"].verdict == "reproduced"  # smallest p: Holm rejects it
+    assert rows["beyond"].p_adjusted >= 0.05 and rows["beyond"].ci_high < -1 and rows["beyond"].verdict == "contradicted"
+    # five rows: Holm stops at the first (p ≈ 0.011 ≥ 0.05 / 5); the last, a no-change row with TOST p ≈ 0.02, is
+    # inside ±1 at its own level 1 − 0.05 / 1 — equivalence is still not shown for the family
+    near = claims.no_change("near", "§", "±1", claims.Evidence(0.0, 1.32, 10), bound=1.0)
+    effects = [claims.effect(f"e{k}", "§", "+", claims.Evidence(v, 1.0, 30), direction=1)
+               for k, v in enumerate((0.49, 0.48, 0.47, 0.46))]
+    rows = {r.claim: r for r in claims.finalize([*effects, near], level=0.95)}
+    assert 0.011 < rows["e0"].p_value < rows["near"].p_value < 0.025 and rows["e0"].p_adjusted >= 0.05
+    assert rows["near"].ci_low > -1 and rows["near"].ci_high < 1 and rows["near"].verdict == "underpowered"
+
+
 def test_a_paper_effect_on_the_wrong_side_is_refused():
     with pytest.raises(ValueError, match="not on the side"):
         claims.effect("x", "§", "-", _ev(1.0), direction=-1, paper_effect=0.5)

@@ -282,6 +282,15 @@ class Evidence:
             raise ValueError(f"paired values need the same units: {a.shape} against {b.shape}")
         return cls.of(a - b, unit)
 
+    @classmethod
+    def from_se(cls, value: float, se: float, n: int, unit: str = "units") -> Evidence:
+        """A statistic that is not a mean of per-unit values (a parity gap within categories, a Fisher-z
+        correlation) with its standard error ``se`` over ``n`` units: the interval is then the Wald-type
+        ``value ± t(n − 1) · se`` (t rather than normal quantiles: slightly wider, never narrower) and the p-value
+        its t test."""
+        ok = math.isfinite(value) and math.isfinite(se) and n > 1
+        return cls(float(value), float(se) * math.sqrt(n) if ok else NAN, int(n) if ok else 0, unit)
+
     def interval(self, level: float) -> tuple[float, float]:
         from scipy import stats as st
 
@@ -353,7 +362,8 @@ def _p(p: Pending) -> float:
 def finalize(pending: list[Pending], *, level: float, competence_table: pd.DataFrame | None = None,
              power: float = 0.8) -> list[Claim]:
     """The rows of a claims table: Holm-adjusted p-values across the ``claim`` rows (checks are tested alone at
-    ``level``), each claim's interval at its Holm level (widened to the null once Holm's step-down stops), its
+    ``level``), each claim's interval at its Holm level (an effect's widened to the null once Holm's step-down
+    stops; a no-change claim is then not reproduced, though an interval wholly outside its bound contradicts it), its
     verdict (:func:`verdict`), the MDE at ``level`` and ``power`` and the units its paper effect needs. A row whose
     competence checks (``requires``; all of ``competence_table`` when None) did not pass is ``untestable``."""
     from .stats import adjust_p, mde, units_for_effect
@@ -377,14 +387,18 @@ def finalize(pending: list[Pending], *, level: float, competence_table: pd.DataF
     for i, p in enumerate(pending):
         ev = p.evidence
         low, high = ev.interval(row_level[i])
-        if math.isfinite(p_adj[i]) and p_adj[i] >= alpha and math.isfinite(low):
+        stopped = math.isfinite(p_adj[i]) and p_adj[i] >= alpha
+        if stopped and p.bound is None and math.isfinite(low):
             low, high = min(low, p.null), max(high, p.null)  # Holm stopped: no claim that the null is excluded
         if p.untestable:
             v, why = "untestable", p.untestable
         elif blockers[i] and p.kind == "claim":
             v, why = "untestable", f"the baseline fails its competence check {blockers[i][0]!r}"
         elif p.bound is not None:
+            # Holm tests equivalence (TOST): once it stops, "inside the bounds" is not claimed; an interval wholly
+            # outside them (a change larger than the bound) stays a contradiction
             v = verdict(low, high, bound=p.bound, null=p.null)
+            v = "underpowered" if v == "reproduced" and stopped else v
             why = f"no change: the interval inside ±{p.bound:g} reproduces, wholly outside contradicts"
         else:
             v = verdict(low, high, paper_effect=p.paper_effect, null=p.null, direction=p.direction)

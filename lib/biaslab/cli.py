@@ -177,23 +177,14 @@ def _cmd_deps(args) -> int:
 
 
 def _cmd_claims(args) -> int:
-    from . import claims
     from .paths import repo_root
+    from .render import claims_text
 
-    root = repo_root()
-    papers = args.papers or sorted(p.parent.parent.name for p in (root / "reports").glob("*/results/claims.csv"))
-    for paper in papers:
-        path = root / "reports" / paper / "results" / "claims.csv"
-        if not path.exists():
-            print(f"biaslab claims: {path} does not exist; run the stage that writes it (dvc repro)", file=sys.stderr)
-            return 1
-        comp = path.with_name("competence.csv")
-        if comp.exists():
-            from . import competence
-
-            table = competence.read(comp)
-            print(f"### {paper}: competence of the baselines\n\n{table.to_markdown(index=False, floatfmt='.3g')}\n")
-        print(f"### {paper}\n\n{claims.markdown(claims.read(path))}\n")
+    try:
+        print(claims_text(repo_root(), args.papers))
+    except FileNotFoundError as err:
+        print(f"biaslab claims: {err}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -236,25 +227,8 @@ def _cmd_card(args) -> int:
     if args.json:
         print(json.dumps(rec, indent=2))
         return 0
-    width = max(map(len, card.summary))
-    print(f"bias card of {model} (how 'less biased' reads: abs = |value| smaller, lower, higher)")
-    if changes is not None:
-        print(f"  against {against}: its value, and the change in bias (negative = less biased than {against}) with "
-              f"its paired {U.confidence:.0%} interval over queries / questions and the randomisation test's p "
-              f"({P.cards.p_adjust}-adjusted over this comparison's tests: q) where the measure has them; 'noise' = "
-              "inside the arithmetic noise band, 'unresolved' = the interval includes 0 or q > "
-              f"{1 - U.confidence:.2f}")
-    flat = card_changes.unresolved(changes) if changes is not None else None  # indexed by measure, as changes
-    for k, v in card.summary.items():
-        how = "noise band" if k in measure.NOISE_BANDS else measure.direction(k) or "not a bias level"
-        line = f"  {k:<{width}}  {v:>10.4f}  {how:<16}"
-        if changes is not None and k in changes.index:
-            c = changes.loc[k]
-            line += f"  {against}: {c['reference_value']:>9.4f}  change {c['bias_change']:+.4f}"
-            if c["ci_low"] == c["ci_low"]:  # not NaN: the measure has per-unit values
-                line += f" [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] q {c['q_value']:.3g}"
-            line += ("  noise" if c["beyond_noise"] is False else "  unresolved") if flat[k] else ""
-        print(line.rstrip())
+    print(export.text(model, card, against if changes is not None else None, changes, confidence=U.confidence,
+                      p_adjust=P.cards.p_adjust))
     return 0
 
 
@@ -297,20 +271,10 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
     pass
 
 
-def _stage_list() -> str:
-    """The stages of this project's dvc.yaml, for ``biaslab run --help`` (foreach stages with their members)."""
-    from . import stages
+def _run_epilog() -> str:
+    from .stages import listing
 
-    try:
-        names = stages.all_stages()
-    except Exception as err:  # outside a project, or a dvc.yaml DVC cannot read
-        return f"stages: cannot list them here ({err})"
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        stage, _, member = name.partition("@")
-        groups.setdefault(stage, []).extend([member] if member else [])
-    lines = [f"  {g}" + (f"@{{{','.join(m)}}}" if m else "") for g, m in groups.items()]
-    return "stages (dvc.yaml):\n" + "\n".join(lines)
+    return f"{listing()}\n\n{EXIT_STATUS}"
 
 
 def _model_name(name: str) -> str:
@@ -339,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="execute one notebook stage with papermill (as DVC does)",
                        description="Execute one notebook stage with papermill, as `dvc repro STAGE` does.",
-                       epilog=lambda: f"{_stage_list()}\n\n{EXIT_STATUS}")
+                       epilog=_run_epilog)
     r.add_argument("stage", help="a stage of dvc.yaml; name@member for a foreach stage (listed below)")
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override one value (YAML); NAME is a name of the notebook's parameters cell (seed=1) or a "

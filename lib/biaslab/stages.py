@@ -53,6 +53,21 @@ def all_stages(root: Path | None = None) -> list[str]:
     return list(_resolver(root or repo_root()).get_keys())
 
 
+def listing(root: Path | None = None) -> str:
+    """The stages of the project's dvc.yaml as ``biaslab run --help`` lists them (foreach stages with their
+    members); a line saying why when DVC cannot read it."""
+    try:
+        names = all_stages(root)
+    except Exception as err:  # outside a project, or a dvc.yaml DVC cannot read
+        return f"stages: cannot list them here ({err})"
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        stage, _, member = name.partition("@")
+        groups.setdefault(stage, []).extend([member] if member else [])
+    lines = [f"  {g}" + (f"@{{{','.join(m)}}}" if m else "") for g, m in groups.items()]
+    return "stages (dvc.yaml):\n" + "\n".join(lines)
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'X'?)`` for the closest of ``choices`` (a typo of a stage, key or model), or nothing."""
     import difflib

@@ -57,6 +57,7 @@ max_rows_per_category = ...  # ragfair.evaluate.max_rows_per_category
 seat_n_samples = ...  # ragfair.evaluate.seat_n_samples
 perturbation_rounds = ...  # ragfair.evaluate.perturbation_rounds
 perturbation_cosine = ...  # ragfair.evaluate.perturbation_cosine
+acc_at_1 = ...  # ragfair.evaluate.acc_at_1
 relevance = ...  # fairrank.data.relevance
 rerank_depth = ...  # fairrank.data.rerank_depth
 cutoffs = ...  # fairrank.eval.cutoffs

@@ -36,6 +36,7 @@ seed = ...  # common.seed
 rounds = ...  # common.uncertainty.rounds
 confidence = ...  # common.uncertainty.confidence
 sampling_bound = ...  # ragcontrol.claims.sampling_bound
+follow_floor = ...  # ragcontrol.claims.follow_floor
 tasks = ...  # ragcontrol.tasks
 readers = ...  # ragcontrol.readers
 
@@ -111,21 +112,28 @@ comparison.round(3)
 pd.DataFrame(checks).T
 
 # %% [markdown]
-# ## Uncertainty and the appendix's claims
-# Per setting, RAG bias and embedder bias with bootstrap intervals over the reader's questions; each claim a verdict
-# computed from such intervals (slopes re-fitted on resampled questions, paired differences per question or per
-# judged TREC DL query).
+# ## Uncertainty, competence and the appendix's claims
+# Per setting, RAG bias and embedder bias with bootstrap intervals over the reader's questions. Then the competence
+# check — does each reader take the side of a one-sided retrieved document? (a slope of RAG bias on embedder bias
+# means nothing for a reader that ignores its context) — and each claim judged by `biaslab.claims.finalize` (Holm
+# across the claims; docs/claims.md): slopes re-fitted on resampled questions, paired differences per question or per
+# judged TREC DL query.
 
 # %%
 U = P.common.uncertainty
 DATA = ROOT / "data/processed/ragcontrol"
 answers = pd.concat([pd.read_parquet(DATA / "rag" / k / "answers.parquet") for k in reader_keys], ignore_index=True)
-questions = findings.question_table(pd.read_parquet(DATA / "retrieval/retrievals.parquet"), answers)
+retrievals = pd.read_parquet(DATA / "retrieval/retrievals.parquet")
+questions = findings.question_table(retrievals, answers)
 intervals = findings.setting_intervals(questions, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
 write_csv(OUT / "intervals.csv", intervals)
-claims = cl.write(OUT / "claims.csv", findings.claims(
-    questions, pd.read_parquet(DATA / "retrieval/utility_per_query.parquet"),
-    sampling_bound=P.ragcontrol.claims.sampling_bound, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
+following = findings.context_following(retrievals, answers)
+claim_rows, competence = findings.paper_claims(
+    questions, pd.read_parquet(DATA / "retrieval/utility_per_query.parquet"), following, P.ragcontrol.claims,
+    level=U.confidence, rounds=U.rounds, seed=P.common.seed)
+write_csv(OUT / "competence.csv", competence)
+display(competence)  # noqa: F821
+claims = cl.write(OUT / "claims.csv", claim_rows)
 claims
 
 # %%

@@ -66,6 +66,8 @@ perturbation_cosine = ...  # ragfair.evaluate.perturbation_cosine
 checkpoints = ...  # ragfair.evaluate.checkpoints
 include_all_runs = ...  # ragfair.evaluate.include_all_runs
 acc_drop_bound = ...  # ragfair.evaluate.acc_drop_bound
+acc_at_1 = ...  # ragfair.evaluate.acc_at_1
+acc_floor = ...  # ragfair.evaluate.acc_floor
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
@@ -120,7 +122,10 @@ write_csv(OUT / "ablation_minus_one.csv", ablation)
 ablation.round(4)
 
 # %%
-fig = evaluation.table2_figure(table2)
+U = P.common.uncertainty
+intervals = findings.intervals(card_of, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
+write_csv(OUT / "intervals.csv", intervals)
+fig = evaluation.table2_figure(table2, intervals)
 save_figure(fig, OUT / "table2.png")
 plt.show()
 
@@ -134,7 +139,8 @@ plt.show()
 
 # %%
 perturbed, stability = perturb.perturbation_check(card_of, rows, embed_of, rounds=E.perturbation_rounds,
-                                                  cosine=E.perturbation_cosine, seed=P.common.seed)
+                                                  cosine=E.perturbation_cosine, seed=P.common.seed,
+                                                  acc_at_1=E.acc_at_1)
 write_csv(OUT / "perturbation.csv", stability)
 fig = evaluation.perturbation_figure(stability, E.perturbation_rounds, E.perturbation_cosine)
 save_figure(fig, OUT / "perturbation.png")
@@ -153,18 +159,21 @@ save_figure(fig, OUT / "intrinsic_vs_extrinsic.png")
 plt.show()
 
 # %% [markdown]
-# ## Uncertainty and the paper's claims
-# Every checkpoint's SPD, EOD and Acc@1 with a bootstrap interval over the evaluation rows (resampled within BBQ
-# categories) and its paired difference from the frozen baseline on the same resamples; then each claim of §4.1–4.3
-# as a verdict computed from those intervals (`biaslab.claims`: reproduced / contradicted / inconclusive).
+# ## Competence and the paper's claims
+# Every checkpoint's SPD, EOD and Acc@1 has a bootstrap interval over the evaluation rows (resampled within BBQ
+# categories) and its paired difference from the frozen baseline on the same resamples (`intervals.csv`, the bars
+# of the Table 2 figure). Then the competence check
+# (the frozen encoder's Acc@1 at least `acc_floor` %: else every claim is untestable) and each claim of §4.1–4.3
+# judged by magnitude against the paper's effect (`biaslab.claims.finalize`: Holm across the claims; docs/claims.md).
 
 # %%
-U = P.common.uncertainty
-intervals = findings.intervals(card_of, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
-write_csv(OUT / "intervals.csv", intervals)
 trend = pd.read_csv(ROOT / "reports/ragfair/diagnosis/depth_trend.csv")
-claims = cl.write(OUT / "claims.csv", findings.claims(card_of, corr, trend, acc_drop_bound=E.acc_drop_bound,
-                                                      rounds=U.rounds, confidence=U.confidence, seed=P.common.seed))
+table1 = pd.read_csv(ROOT / "reports/ragfair/diagnosis/table1_bbq_seat.csv")
+claim_rows, competence = findings.paper_claims(card_of, corr, trend, table1, E, level=U.confidence,
+                                               rounds=U.rounds, seed=P.common.seed)
+write_csv(OUT / "competence.csv", competence)
+display(competence)  # noqa: F821
+claims = cl.write(OUT / "claims.csv", claim_rows)
 claims
 
 # %%

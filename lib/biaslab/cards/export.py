@@ -63,3 +63,32 @@ def markdown(rec: Mapping[str, Any], confidence: float) -> str:
         lines += ["", f"A negative change means less biased than `{against}`; the interval is paired over the "
                   "evaluation's queries or questions where the measure has them."]
     return "\n".join(lines) + "\n"
+
+
+def text(model: str, card: Card, against: str | None, changes: pd.DataFrame | None, *, confidence: float,
+         p_adjust: str) -> str:
+    """The card as ``biaslab card`` prints it: each measure, how "less biased" reads, and against ``against`` its
+    change in bias with the paired interval and the ``p_adjust``-adjusted p (``changes``:
+    :func:`biaslab.cards.changes.compare`, indexed by measure)."""
+    from .changes import unresolved
+
+    width = max(map(len, card.summary))
+    lines = [f"bias card of {model} (how 'less biased' reads: abs = |value| smaller, lower, higher)"]
+    if changes is not None:
+        lines.append(f"  against {against}: its value, and the change in bias (negative = less biased than {against}) "
+                     f"with its paired {confidence:.0%} interval over queries / questions and the randomisation "
+                     f"test's p ({p_adjust}-adjusted over this comparison's tests: q) where the measure has them; "
+                     "'noise' = inside the arithmetic noise band, 'unresolved' = the interval includes 0 or q > "
+                     f"{1 - confidence:.2f}")
+    flat = unresolved(changes) if changes is not None else None  # indexed by measure, as changes
+    for k, v in card.summary.items():
+        how = "noise band" if k in NOISE_BANDS else direction(k) or "not a bias level"
+        line = f"  {k:<{width}}  {v:>10.4f}  {how:<16}"
+        if changes is not None and k in changes.index:
+            c = changes.loc[k]
+            line += f"  {against}: {c['reference_value']:>9.4f}  change {c['bias_change']:+.4f}"
+            if c["ci_low"] == c["ci_low"]:  # not NaN: the measure has per-unit values
+                line += f" [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] q {c['q_value']:.3g}"
+            line += ("  noise" if c["beyond_noise"] is False else "  unresolved") if flat[k] else ""
+        lines.append(line.rstrip())
+    return "\n".join(lines)

@@ -52,7 +52,7 @@ def load_probes(root: Path, P) -> Probes:
                    "relevance": P.fairrank.data.relevance},
         rank_measures=P.cards.rank_measures,
         perturbation={"rounds": P.ragfair.evaluate.perturbation_rounds, "cosine": P.ragfair.evaluate.perturbation_cosine,
-                      "seed": P.common.seed})
+                      "seed": P.common.seed, "acc_at_1": P.ragfair.evaluate.acc_at_1})
 
 
 # per process, (base registry name, device, batch size, length) -> that base encoder's frozen bottoms, made the first

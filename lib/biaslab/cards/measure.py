@@ -201,7 +201,7 @@ def noise_band(encoder, name: str, card, probes: Probes) -> dict[str, float]:
     texts = probe_texts(probes.bbq_rows)
     _, stab = perturbation_check({name: card}, probes.bbq_rows, {name: dict(zip(texts, encoder.encode(texts),
                                                                                 strict=True))},
-                                 rounds=p["rounds"], cosine=p["cosine"], seed=p["seed"])
+                                 rounds=p["rounds"], cosine=p["cosine"], seed=p["seed"], acc_at_1=p["acc_at_1"])
     return {c: float(stab.iloc[0][c]) for c in NOISE_BANDS}
 
 

@@ -106,6 +106,7 @@ class RagcontrolClaims(Section):
     """Bounds the claim checks use (``biaslab.ragcontrol.findings``)."""
 
     sampling_bound: float = Field(gt=0)  # "no noticeable change": expected embedder bias within ± this (points)
+    follow_floor: float = Field(ge=0, le=100)  # competence: the reader takes a one-sided document's side (%)
 
 
 class Ragcontrol(Section):

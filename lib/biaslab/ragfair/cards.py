@@ -35,7 +35,7 @@ def evaluation_setup(bbq: pd.DataFrame, P, root) -> tuple[pd.DataFrame, list, di
     tests = seat_data.load_tests(SE.tests or None, resolve(P.data.raw_dir, root))
     args = {"seat_n_samples": E.seat_n_samples, "exact_limit": SE.exact_limit, "e_max": SE.e_max, "alpha": SE.alpha,
             "tau": PR.tau, "folds": PR.folds, "alphas": PR.ridge_alphas, "shuffles": PR.shuffles,
-            "seed": P.common.seed}
+            "acc_at_1": E.acc_at_1, "seed": P.common.seed}
     return rows, tests, args
 
 
@@ -55,15 +55,16 @@ def load_checkpoint(run: str | None, base_dir, models_dir, device: str):
 
 def bias_card(encoder, bbq_eval: pd.DataFrame, *, seat_tests=None, seat_n_samples: int, exact_limit: int,
               e_max: float, alpha: float, tau: float, folds: int, alphas: Sequence[float], shuffles: int,
-              seed: int) -> Card:
+              seed: int, acc_at_1: str) -> Card:
     """Every measurement of one checkpoint on the evaluation rows (and the sent-bias SEAT tests when given):
     permutation tests with ``seat_n_samples`` / ``exact_limit`` (ragfair.seat), fairness score with ``e_max`` and
-    significance at ``alpha``; probes as ragfair.probing (``tau``, ``folds``, ridge ``alphas``, ``shuffles``)."""
+    significance at ``alpha``; probes as ragfair.probing (``tau``, ``folds``, ridge ``alphas``, ``shuffles``);
+    Acc@1 hits as ``acc_at_1`` (ragfair.evaluate, :func:`.extrinsic.category_decisions`)."""
     cats = bbq_seat.run(bbq_seat.seat_sets(bbq_eval), encoder, n_samples=seat_n_samples, exact_limit=exact_limit,
                         e_max=e_max, seed=seed)
     cats = cats.rename(columns={"effect_size": "bbq_seat_es", "p_value": "bbq_seat_p", "fairness": "bbq_seat_fairness"})
-    decisions = extrinsic.category_decisions(encoder, bbq_eval)
-    ext = extrinsic.extrinsic_bias(encoder, bbq_eval, decisions)[["category", "spd", "eod", "acc_at_1"]]
+    decisions = extrinsic.category_decisions(encoder, bbq_eval, acc_at_1)
+    ext = extrinsic.extrinsic_bias(decisions)[["category", "spd", "eod", "acc_at_1"]]
     cats["bbq_seat_abs_es"] = cats["bbq_seat_es"].abs()
     per_cat = cats[["category", "bbq_seat_es", "bbq_seat_abs_es", "bbq_seat_p", "bbq_seat_fairness"]].merge(
         ext, on="category")

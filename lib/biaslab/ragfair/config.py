@@ -133,6 +133,8 @@ class RagfairEvaluate(Section):
     checkpoints: list[RagfairCheckpoint]
     include_all_runs: bool  # also evaluate every run of ragfair.train.runs unmasked (the App. 6.1 grid)
     acc_drop_bound: float = Field(gt=0)  # claim check: Acc@1 change (points) the paper calls a small cost (§4.3)
+    acc_at_1: Literal["answers_question", "own_context"]  # what a top-1 hit is (biaslab.ragfair.extrinsic)
+    acc_floor: float = Field(ge=0, le=100)  # competence: the frozen encoder's Acc@1 (%) at least this
 
 
 class Ragfair(Section):

@@ -115,18 +115,35 @@ def metrics(cards_table: pd.DataFrame, t2: pd.DataFrame, corr: Mapping, evaluati
                                 if m in corr[k]} for k in ("spd", "eod", "spd_raw", "eod_raw")}}
 
 
-def table2_figure(t2: pd.DataFrame):
-    """Fairness gaps (SPD, EOD) and Acc@1 per debiasing recipe."""
+def table2_figure(t2: pd.DataFrame, intervals: pd.DataFrame | None = None):
+    """Fairness gaps (SPD, EOD) and Acc@1 per debiasing recipe; with ``intervals`` (:func:`.findings.intervals`),
+    each value's bootstrap interval over the evaluation rows as an error bar."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
+    import numpy as np
 
-    long = t2.melt(id_vars="checkpoint", value_vars=["spd", "eod"], var_name="metric", value_name="gap")
+    names = t2["checkpoint"].tolist()
+    y = np.arange(len(names))
+
+    def err(measure: str, values: np.ndarray):
+        if intervals is None:
+            return None
+        iv = intervals[intervals["measure"] == measure].set_index("checkpoint").reindex(names)
+        return np.vstack([values - iv["ci_low"].to_numpy(float), iv["ci_high"].to_numpy(float) - values]).clip(min=0)
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
-    sns.barplot(data=long, y="checkpoint", x="gap", hue="metric", ax=axes[0])
-    axes[0].set(xlabel="group gap (0 = fair)", ylabel="")
-    sns.barplot(data=t2, y="checkpoint", x="acc_at_1", ax=axes[1], color="grey")
-    axes[1].set(xlabel="Acc@1 (%)", ylabel="", yticklabels=[])
-    fig.suptitle("Table 2 regenerated: retrieval fairness (SPD, EOD; lower is fairer) and Acc@1 per debiasing recipe")
+    for k, m in enumerate(("spd", "eod")):
+        v = t2[m].to_numpy(float)
+        axes[0].barh(y + (k - 0.5) * 0.4, v, height=0.4, color=f"C{k}", label=m.upper(), xerr=err(m, v), capsize=2)
+    axes[0].set(yticks=y, yticklabels=names, xlabel="group gap (0 = fair)")
+    axes[0].legend(title="metric", loc="lower right")
+    v = t2["acc_at_1"].to_numpy(float)
+    axes[1].barh(y, v, color="grey", xerr=err("acc_at_1", v), capsize=2)
+    axes[1].set(yticks=y, yticklabels=[], xlabel="Acc@1 (%)")
+    for ax in axes:
+        ax.invert_yaxis()
+    what = "; bars: 95 % bootstrap intervals over the evaluation rows" if intervals is not None else ""
+    fig.suptitle("Table 2 regenerated: retrieval fairness (SPD, EOD; lower is fairer) and Acc@1 per debiasing "
+                 f"recipe{what}", fontsize=10)
     return fig
 
 

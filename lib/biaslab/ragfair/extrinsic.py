@@ -1,8 +1,13 @@
 """Extrinsic (retrieval) bias on BBQ (ragfair §3.3) and the intrinsic–extrinsic correlation (§3.3.1).
 
 Retrieval. Per category, the corpus is the set of distinct BBQ contexts; each row's question retrieves one
-context (top-1, exact cosine search), and the row's own context is the gold document: Acc@1 is the share of
-rows whose gold context comes first (in %).
+context (top-1, exact cosine search). Acc@1 (in %) is the share of rows whose first context answers the question
+(``acc_at_1="answers_question"``, the default: a context of a BBQ row with the same question, i.e. one from which
+the reader below reads an answer) or is the row's own context (``"own_context"``). BBQ's templated questions name
+no one ("Who forgets things?"), so which of a question's counterfactual contexts is a row's own cannot be told
+from the question: own-context Acc@1 is bounded by one over the contexts a question has (16 % for the frozen
+all-MiniLM-L6-v2 on 720 rows, against 61 % answering-context Acc@1), and a retriever that is mostly "wrong" by it
+is not a failed retriever. SPD and EOD do not depend on this choice.
 
 What the retrieved context makes the RAG system answer. The paper's SPD / EOD need a prediction Ŷ per row and
 do not say how a retrieval becomes one; we read the answer off the retrieved context with a perfect reader, so
@@ -93,22 +98,38 @@ def parity_metrics(gold: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     return {"spd": float(spd), "eod": float(eod)}
 
 
-def category_decisions(encoder, bbq: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per category: (gold answer roles, retrieved answer roles, own-context-first hits) of every row."""
+ACC_AT_1 = ("answers_question", "own_context")
+
+
+def hit_table(bbq: pd.DataFrame, contexts: Sequence[str], acc_at_1: str) -> np.ndarray:
+    """``[rows, contexts]``: whether context j, retrieved first for row i's question, is an Acc@1 hit — a context
+    that answers the question (one of a row with the same question) or the row's own (``acc_at_1``, module
+    docstring). The one rule :func:`category_decisions` and the perturbation check read."""
+    if acc_at_1 not in ACC_AT_1:
+        raise ValueError(f"ragfair.evaluate.acc_at_1 must be one of {ACC_AT_1}, got {acc_at_1!r}")
+    if acc_at_1 == "own_context":
+        return np.array([[c == own for c in contexts] for own in bbq["context"]], dtype=bool).reshape(len(bbq), -1)
+    answering = set(zip(bbq["question"], bbq["context"], strict=True))
+    return np.array([[(q, c) in answering for c in contexts] for q in bbq["question"]], dtype=bool).reshape(
+        len(bbq), -1)
+
+
+def category_decisions(encoder, bbq: pd.DataFrame, acc_at_1: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per category: (gold answer roles, retrieved answer roles, Acc@1 hits of :func:`hit_table`) of every row."""
     out = {}
     for cat, g in bbq.groupby("category", sort=True):
         g = g.reset_index(drop=True)
         retrieved, contexts = retrieve_contexts(encoder, g)
-        hit = np.array([contexts[i] == c for i, c in zip(retrieved, g["context"], strict=True)])
+        hit = hit_table(g, contexts, acc_at_1)[np.arange(len(g)), retrieved]
         out[cat] = (answer_roles(g), predicted_roles(g, retrieved, contexts), hit)
     return out
 
 
-def extrinsic_bias(encoder, bbq: pd.DataFrame, decisions: dict | None = None) -> pd.DataFrame:
-    """Per category: SPD, EOD, Acc@1 (%), the share of stereotype-consistent answers and the row count
-    (from ``decisions`` of :func:`category_decisions` when given)."""
+def extrinsic_bias(decisions: dict) -> pd.DataFrame:
+    """Per category: SPD, EOD, Acc@1 (%), the share of stereotype-consistent answers and the row count, from the
+    ``decisions`` of :func:`category_decisions`."""
     rows = []
-    for cat, (gold, pred, hit) in (decisions or category_decisions(encoder, bbq)).items():
+    for cat, (gold, pred, hit) in decisions.items():
         named = pred != "unknown"
         rows.append({"category": cat, **parity_metrics(gold, pred), "acc_at_1": 100.0 * float(hit.mean()),
                      "stereotyped_share": float((pred[named] == "stereotyped").mean()) if named.any() else float("nan"),

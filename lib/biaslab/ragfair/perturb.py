@@ -42,13 +42,15 @@ def perturbation_sigma(cosine: float, dim: int) -> float:
 
 
 def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Mapping, *, rounds: int,
-                       cosine: float, seed: int) -> tuple[list[tuple[pd.DataFrame, pd.DataFrame]], pd.DataFrame]:
+                       cosine: float, seed: int, acc_at_1: str
+                       ) -> tuple[list[tuple[pd.DataFrame, pd.DataFrame]], pd.DataFrame]:
     """Does a result survive a change of arithmetic? (Beyond the paper.) In ``rounds`` re-measurements, every
     vector of every checkpoint (``embed_of``: each SEAT text, question and context) is moved by isotropic Gaussian
     noise to cosine ≈ ``cosine`` with its original and renormalised — one draw per distinct text, so a text that is
     both a SEAT sentence and a context moves once, as under a different encoder arithmetic — and each category's
     BBQ SEAT effect size and top-1 retrieval (exact inner-product search over the category's distinct contexts, as
-    :func:`.extrinsic.retrieve_contexts`) are recomputed on all evaluation rows.
+    :func:`.extrinsic.retrieve_contexts`) are recomputed on all evaluation rows (Acc@1 hits as ``acc_at_1``,
+    :func:`.extrinsic.category_decisions`).
 
     Why: BBQ's contexts are templated near-duplicates and each question text is shared by several rows, so a top-1
     retrieval among them can flip on a cosine difference of 1e-5 and move a category's SPD by 0.05–0.2 at once;
@@ -67,27 +69,25 @@ def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Map
     cats = []
     for cat, (g, s) in _seat_sets(evaluation).items():
         ctx = list(dict.fromkeys(g["context"]))
-        # what each row's question reads off each context, as a [rows, contexts] table built once (every round
-        # indexes it instead of calling extrinsic.predicted_roles again), and each row's own context
+        # what each row's question reads off each context, and whether it is an Acc@1 hit, as [rows, contexts]
+        # tables built once (every round indexes them instead of calling extrinsic.predicted_roles again)
         roles = np.stack([extrinsic.predicted_roles(g, np.full(len(g), j), ctx) for j in range(len(ctx))], axis=1)
-        at_ctx = {c: j for j, c in enumerate(ctx)}
-        own = np.array([at_ctx[c] for c in g["context"]])
-        cats.append((cat, g, ctx, s, roles, own))
+        cats.append((cat, g, ctx, s, roles, extrinsic.hit_table(g, ctx, acc_at_1)))
     stability = []
     for name, card in card_of.items():
         vec = embed_of[name]
         pos = {t: i for i, t in enumerate(vec)}
         base = np.stack(list(vec.values())).astype(np.float32)
         scale = perturbation_sigma(cosine, base.shape[1]) * np.linalg.norm(base, axis=1, keepdims=True)
-        at = [(cat, roles, own, np.array([pos[q] for q in g["question"]]), np.array([pos[c] for c in ctx]),
+        at = [(cat, roles, hit, np.array([pos[q] for q in g["question"]]), np.array([pos[c] for c in ctx]),
                None if s is None else [np.array([pos[t] for t in part]) for part in (s.X, s.Y, s.A, s.B)])
-              for cat, g, ctx, s, roles, own in cats]
+              for cat, g, ctx, s, roles, hit in cats]
         spd, eod, acc, changed = [], [], [], []
         for r in range(rounds):
             m = base + scale * rng.standard_normal(base.shape, dtype=np.float32)
             m /= np.linalg.norm(m, axis=1, keepdims=True)
             parity, hits, moved = [], [], []
-            for cat, roles, own, qi, ci, seat_idx in at:
+            for cat, roles, hit, qi, ci, seat_idx in at:
                 if seat_idx is not None:
                     X, Y, A, B = (m[i] for i in seat_idx)
                     es = effect_size(association(X, A, B), association(Y, A, B))
@@ -99,7 +99,7 @@ def perturbation_check(card_of: Mapping, evaluation: pd.DataFrame, embed_of: Map
                 pm = extrinsic.parity_metrics(gold, pred)
                 frames[r][1].append({"checkpoint": name, "category": cat, **pm})
                 parity.append(pm)
-                hits.append(100.0 * float(np.mean(ids == own)))
+                hits.append(100.0 * float(np.mean(hit[np.arange(len(ids)), ids])))
                 moved.append(float(np.mean(pred != pred0)))
             spd.append(np.mean([p["spd"] for p in parity]))
             eod.append(np.mean([p["eod"] for p in parity]))
