@@ -105,6 +105,16 @@ def test_a_failed_member_is_named_and_the_others_are_kept(toy):
     assert (root / "all.txt").read_text() == "b+bb+bbb"
 
 
+@pytest.mark.parametrize(("cmd", "how"), [
+    ("exit 3", "exited with 3"),
+    ("kill -TERM $$", "was killed by SIGTERM"),  # the shell itself: a negative return code
+    ("sh -c 'kill -TERM $$'; exit $?", "was killed by SIGTERM"),  # a child the shell did not exec: status 143
+])
+def test_a_member_killed_by_a_signal_is_reported_as_one_however_the_shell_ran_it(tmp_path, cmd, how):
+    with pytest.raises(sweep.SweepError, match=rf"member@1: `.*` {how} after"):
+        sweep.run_member(str(tmp_path), "member@1", cmd)
+
+
 def test_an_unknown_executor_or_fan_out_stage_fails_before_any_work(toy):
     root, cfg = toy
     with pytest.raises(sweep.SweepError, match="executor 'ray'"):

@@ -167,7 +167,9 @@ def run_member(root: str, stage: str, cmd: str) -> dict[str, Any]:
     proc = subprocess.run(cmd, shell=True, cwd=root, env=env)
     seconds = round(time.perf_counter() - start, 1)
     if proc.returncode != 0:
-        how = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+        # a signal shows as -N when the shell exec'd the command, or as the shell's own status 128+N when it did not
+        killed = -proc.returncode if proc.returncode < 0 else proc.returncode - 128
+        how = (f"was killed by {signal.Signals(killed).name}" if killed in signal.valid_signals()
                else f"exited with {proc.returncode}")
         raise SweepError(f"{stage}: `{cmd}` {how} after {seconds} s")
     return {"stage": stage, "seconds": seconds}
