@@ -1,4 +1,5 @@
-"""cscl claims from synthetic predictions: a fair method is called fairer, a tie is inconclusive."""
+"""cscl claims from synthetic predictions: a fair method is called fairer, a tie is underpowered, a constant
+classifier fails its competence check."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from biaslab import claims as cl
 from biaslab.cscl import findings
 
 
-def preds(task="t", n=300, seeds=(0, 1, 2)):
+def preds(task="t", n=600, seeds=(0, 1, 2, 3, 4)):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, n)
     a = rng.integers(0, 2, n)
@@ -30,8 +33,16 @@ METHODS = {"ce": SimpleNamespace(mode="ce"), "two_stage": SimpleNamespace(mode="
            "one_stage": SimpleNamespace(mode="one_stage"), "adv": SimpleNamespace(mode="adversarial")}
 
 
+def _judge(p, methods=METHODS, rounds=200):
+    """The claims of ``p`` through finalize, gated by its competence table, by claim."""
+    comp = findings.competence(p, {"t": 1}, degenerate_share=0.99, level=0.95, rounds=rounds, seed=0)
+    pending = findings.claims(p, methods, f1_bound=0.05, rounds=rounds, seed=0)
+    return {c.claim: c for c in cl.finalize(pending, level=0.95, competence_table=comp)}, comp
+
+
 def test_claims_call_the_fairer_setting_fairer():
-    got = {c.claim: c for c in findings.claims(preds(), METHODS, f1_bound=0.05, degenerate_share=0.99, rounds=200, confidence=0.95, seed=0)}
+    got, comp = _judge(preds())
+    assert comp["passed"].all() and len(comp) == 2 * 6
     assert got["t: two_stage with λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
     assert got["t: two-stage CL (two_stage, λ = 5) has a lower ΔEO than CE"].verdict == "reproduced"
     assert got["t: two-stage CL (λ = 5) has a lower ΔEO than adv (λ_adv = 1)"].verdict == "reproduced"
@@ -42,8 +53,33 @@ def test_claims_call_the_fairer_setting_fairer():
     assert got["t: two-stage F1 (λ = 5) is comparable or better than one-stage (λ = 5), within −0.05"].verdict == \
         "reproduced"
     one = got["t: one_stage with λ = 5 lowers ΔEO vs λ = 0"]  # identical predictions: exactly 0, never a verdict
-    assert one.our_value == 0 and one.verdict == "inconclusive"
-    assert got["t: one-stage CL (one_stage, λ = 5) has a lower ΔEO than CE"].verdict == "inconclusive"
+    assert one.our_value == 0 and one.verdict == "underpowered"
+    assert got["t: one-stage CL (one_stage, λ = 5) has a lower ΔEO than CE"].verdict == "underpowered"
+    assert all(np.isnan(c.paper_effect) and c.kind == "claim" for c in got.values())
+    assert all("Welch–Satterthwaite: 5 seeds, 600 test rows" in c.interval for c in got.values())
+
+
+def test_the_interval_holds_both_the_test_rows_and_the_seeds():
+    """contrast: one seed → the row bootstrap alone; seeds that disagree widen it; identical settings → 0 ± 0."""
+    p = preds()
+    sets = findings._settings(p)
+    fair, unfair = sets[("t", "two_stage", 5.0)], sets[("t", "two_stage", 0.0)]
+    both = findings.contrast([(fair, 1), (unfair, -1)], "eo_gap", rounds=300, seed=0)
+    rows_only = findings.contrast([(findings._settings(p[p["seed"] == 0])[("t", "two_stage", 5.0)], 1),
+                                   (findings._settings(p[p["seed"] == 0])[("t", "two_stage", 0.0)], -1)],
+                                  "eo_gap", rounds=300, seed=0)
+    assert 5 <= both.n <= 600 and "Welch–Satterthwaite: 5 seeds, 600 test rows" in both.unit  # df between k − 1 and n − 1
+    assert rows_only.n == 600 and rows_only.unit == "test rows (bootstrap)"
+    per_seed = fair.per_seed("eo_gap", np.arange(600)) - unfair.per_seed("eo_gap", np.arange(600))
+    assert both.value == pytest.approx(per_seed.mean())
+    se = both.sd / np.sqrt(both.n)
+    assert se ** 2 >= per_seed.var(ddof=1) / 5  # the seeds' share is in it
+    # Satterthwaite: the degrees of freedom of se_rows² + s²/k, from the two parts
+    rows = se ** 2 - per_seed.var(ddof=1) / 5
+    df = se ** 4 / (rows ** 2 / 599 + (per_seed.var(ddof=1) / 5) ** 2 / 4)
+    assert both.n == int(df) + 1
+    same = findings.contrast([(fair, 1), (fair, -1)], "eo_gap", rounds=100, seed=0)
+    assert same.value == 0 and same.interval(0.95) == (0.0, 0.0)
 
 
 def test_identical_settings_are_never_called_different():
@@ -51,10 +87,9 @@ def test_identical_settings_are_never_called_different():
     p.loc[p["method"] == "two_stage", "pred"] = p.loc[(p["method"] == "ce")].set_index(["seed", "row"]).loc[
         list(zip(p.loc[p["method"] == "two_stage", "seed"], p.loc[p["method"] == "two_stage", "row"], strict=True)),
         "pred"].to_numpy()
-    got = {c.claim: c for c in findings.claims(p, {k: v for k, v in METHODS.items() if k != "one_stage"},
-                                               f1_bound=0.05, degenerate_share=0.99, rounds=200, confidence=0.95, seed=0)}
+    got, _ = _judge(p, {k: v for k, v in METHODS.items() if k != "one_stage"})
     same = got["t: two_stage with λ = 5 lowers ΔEO vs λ = 0"]
-    assert same.our_value == 0 and same.verdict == "inconclusive"
+    assert same.our_value == 0 and same.verdict == "underpowered" and same.ci_low == same.ci_high == 0
 
 
 def test_summary_is_mean_and_std_over_seeds():
@@ -64,14 +99,35 @@ def test_summary_is_mean_and_std_over_seeds():
     assert s["f1_mean"] == 0.6 and abs(s["f1_std"] - 0.1) < 1e-12 and s["seeds"] == 3 and np.isnan(s["value"])
 
 
-def test_a_constant_classifier_is_never_called_fairer():
+def test_a_constant_classifier_fails_its_competence_check_and_its_claims_are_untestable():
     p = preds()
     p.loc[(p["method"] == "two_stage") & (p["value"] == 5.0), "pred"] = 1  # everything positive: ΔEO 0
-    got = {c.claim: c for c in findings.claims(p, METHODS, f1_bound=0.05, degenerate_share=0.99, rounds=50,
-                                               confidence=0.95, seed=0)}
+    got, comp = _judge(p, rounds=50)
+    failed = set(comp.loc[~comp["passed"], "check"])
+    assert failed == {"t: two_stage (λ = 5) predicts more than one class", "t: two_stage (λ = 5) beats the majority class"}
     c = got["t: two_stage with λ = 5 lowers ΔEO vs λ = 0"]
     assert c.our_value < 0 and c.ci_high < 0  # the interval alone would say "reproduced"
-    assert c.verdict == "inconclusive" and "two_stage (5) predicts one class" in c.rule
+    assert c.verdict == "untestable" and "two_stage (λ = 5) predicts more than one class" in c.rule
+    assert np.isnan(c.p_adjusted)  # not in Holm's family
+    assert got["t: one_stage with λ = 5 lowers ΔEO vs λ = 0"].verdict != "untestable"  # other settings are judged
+
+
+def test_leakage_checks_see_a_group_direction_removed():
+    """The mitigation-acts check: features that carry the group inside each class at λ = 0 and not at λ = 5."""
+    rng = np.random.default_rng(0)
+    n = 200
+    test = pd.DataFrame({"y": rng.integers(0, 2, n), "a": rng.integers(0, 2, n)})
+    feats = {}
+    for s in (0, 1, 2):
+        base = np.random.default_rng(s).normal(size=(n, 6))
+        leaky = base.copy()
+        leaky[:, 0] += 3 * test["a"].to_numpy()
+        feats[s] = {"t|two_stage|0.0": leaky, "t|two_stage|5.0": base}
+    rows = findings.leakage_checks(feats, {"t": test}, {"two_stage": SimpleNamespace(mode="contrastive",
+                                                                                    grid=[0.0, 5.0])},
+                                   folds=3, seed=0)
+    (c,) = cl.finalize(rows, level=0.95)
+    assert c.kind == "check" and c.our_value < -0.2 and c.verdict == "reproduced"
 
 
 def test_fast_f1_equals_sklearn():
@@ -101,14 +157,18 @@ def test_sensitivity_claims_per_variant():
     frame = findings.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[0.0, 5.0], seeds=[0],
                                        default="default")
     assert list(dict.fromkeys(frame["variant"])) == ["default", "τ=0.5", "batch=64"]
-    got = {c.claim: c for c in findings.sensitivity_claims(frame, task="t", default="default", f1_bound=0.05,
-                                                            degenerate_share=0.99, rounds=200, confidence=0.95,
-                                                            seed=0)}
+    pending = findings.sensitivity_claims(frame, task="t", default="default", f1_bound=0.05, rounds=200, seed=0)
+    got = {c.claim: c for c in cl.finalize(pending, level=0.95)}
     assert len(got) == 5
     assert got["t: two-stage CL, default: λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
     assert got["t: two-stage CL, τ=0.5: λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
     flat = got["t: two-stage CL, batch=64: λ = 5 lowers ΔEO vs λ = 0"]
-    assert flat.our_value == 0 and flat.verdict == "inconclusive"
+    assert flat.our_value == 0 and flat.verdict == "underpowered"
+    assert pending[0].requires == ("t: two_stage (λ = 5) predicts more than one class",
+                                   "t: two_stage (λ = 5) beats the majority class",
+                                   "t: two_stage (λ = 0) predicts more than one class",
+                                   "t: two_stage (λ = 0) beats the majority class")
+    assert "t: two-stage CL, τ=0.5 (λ = 5) beats the majority class" in pending[2].requires
     assert got["t: two-stage CL, τ=0.5, λ = 5: F1 stays within −0.05 of the default setting's"].verdict == "reproduced"
     # the unfair variant is also less accurate than the default at λ = 5 by more than the bound
     assert got["t: two-stage CL, batch=64, λ = 5: F1 stays within −0.05 of the default setting's"].verdict == \
@@ -117,8 +177,6 @@ def test_sensitivity_claims_per_variant():
     assert len(table) == 6 and (table["eo_gap_ci_low"] <= table["eo_gap"]).all()
     assert (table["eo_gap"] <= table["eo_gap_ci_high"]).all() and (table["seeds"] == 1).all()
     # the default setting's runs must exist in the main stage's predictions
-    import pytest
-
     with pytest.raises(ValueError, match=r"lack two_stage on t at \(λ, seed\) \[\(5.0, 7\)"):
         findings.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[5.0], seeds=[7],
                                    default="default")

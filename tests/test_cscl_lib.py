@@ -244,7 +244,8 @@ def test_run_inlp_gives_each_grid_value_what_a_run_of_its_own_gives():
     X = rng.normal(size=(n, dim)).astype(np.float32)
     X[:, 0] += rows["a"].to_numpy()
     feats = {s: X[(rows["split"] == s).to_numpy()] for s in ("train", "val", "test")}
-    train = SimpleNamespace(head_hidden=8, head_epochs=2, batch_size=32, head_learning_rate=1e-2, patience=0)
+    train = SimpleNamespace(head_hidden=8, head_epochs=2, batch_size=32, head_learning_rate=1e-2, patience=0,
+                            class_weight="none")
 
     def method(grid):
         return SimpleNamespace(grid=grid, min_accuracy=0.0, by_class=True)

@@ -78,6 +78,25 @@ def test_the_loss_is_the_objectives_formula():
     assert float(out["loss"]) == pytest.approx(float(want), rel=1e-5)
 
 
+def test_balanced_class_weights_stop_a_head_from_predicting_only_the_majority_class():
+    """cscl.train.class_weight: on a 9:1 task whose minority is only partly separable, the plain head predicts the
+    majority class almost everywhere; with balanced weights (sklearn's n / (k n_c)) it predicts both classes."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(600) < 0.1).astype(int)
+    x = (rng.normal(size=(600, 8)) + 0.6 * y[:, None]).astype(np.float32)
+    w = ct.class_weights(y, 2, "balanced")
+    assert w == pytest.approx([600 / (2 * (y == 0).sum()), 600 / (2 * (y == 1).sum())])
+    assert ct.class_weights(y, 2, "none") is None and ct.class_weights(y, 3, "balanced")[2] == 1.0
+    with pytest.raises(ValueError, match="cscl.train.class_weight"):
+        ct.class_weights(y, 2, "inverse")
+    share = {}
+    for how in ("none", "balanced"):
+        head, _ = ct.fit_head(x, y, 2, hidden=16, epochs=20, batch_size=32, learning_rate=1e-2, seed=0, val=None,
+                              patience=None, class_weights=ct.class_weights(y, 2, how))
+        share[how] = ct.predict_head(head, x).mean()  # the share predicted minority
+    assert share["none"] < 0.1 and 3 * share["none"] < share["balanced"] < 0.8, share
+
+
 def test_head_on_fixed_features_and_bad_input():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 8)).astype(np.float32)

@@ -17,6 +17,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from biaslab import claims as cl
+from biaslab import competence
 from biaslab import stages as stage_decl
 from biaslab.paths import copy_project
 
@@ -238,7 +240,6 @@ def test_intersect_outputs_are_sane(pipeline):
     assert metrics["k_chosen_on"] == "validation" and chosen.loc[chosen["chosen"], "k"].tolist() == [metrics["k"]]
     base_cross = summary[(summary["model"] == "S-BERT-Base (frozen minilm)") & (summary["domain"] == "cross-domain")]
     assert set(base_cross["test_corpus"]) == {"western"}  # the frozen base's bar beside the cross-domain retriever
-    from biaslab import claims as cl
 
     claims = cl.read(root / "reports/intersect/results/claims.csv")
     assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and len(claims) and claims["mde"].notna().all()
@@ -266,8 +267,6 @@ def test_ragfair_outputs_are_sane(pipeline):
     assert r is None or r != r or -1 <= r <= 1  # NaN when every checkpoint has the same value (tiny data)
     train = json.loads((root / "reports/ragfair/train/lora_wiseft.json").read_text())
     assert train["pairs"] == 16 and train["steps"] == 2
-    from biaslab import claims as cl
-    from biaslab import competence
 
     claims = cl.read(root / "reports/ragfair/results/claims.csv")
     assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and len(claims) >= 8
@@ -297,8 +296,6 @@ def test_ragcontrol_outputs_are_sane(pipeline):
     fits = pd.read_csv(root / "reports/ragcontrol/results/fits.csv")
     assert {"fine-tune", "projection", "sampling", "all settings"} <= set(fits["method"])
     assert set(fits["reader"]) == {"smollm2", "smollm2-letter"}  # every listed reader, compared in one analysis
-    from biaslab import claims as cl
-    from biaslab import competence
 
     comp = competence.read(root / "reports/ragcontrol/results/competence.csv")
     assert len(comp) == 4 and comp["measure"].eq("answers on the document's side (%)").all()  # 2 tasks x 2 readers
@@ -321,7 +318,12 @@ def test_cscl_outputs_are_sane(pipeline):
     assert len(summary) == 8 and (summary["seeds"] == 2).all()
     claims = pd.read_csv(root / "reports/cscl/results/claims.csv")
     assert {"claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high", "verdict"} <= set(claims.columns)
-    assert set(claims["verdict"]) <= {"reproduced", "contradicted", "inconclusive"} and len(claims) >= 6
+    assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and len(claims) >= 6
+    assert set(claims["kind"]) == {"claim", "check"} and claims["p_value"].notna().any()
+    comp = competence.read(root / "reports/cscl/results/competence.csv")  # two checks per setting and variant
+    assert len(comp) == 2 * (8 + 6) and comp["check"].str.contains("predicts more than one class").sum() == 14
+    gated = claims[claims["verdict"] == "untestable"]
+    assert gated["rule"].str.contains("competence check").all()
     assert (root / "reports/cscl/results/fig_tradeoff_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
     preds = pd.read_parquet(root / "data/processed/cscl/predictions/seed1.parquet")
     assert len(preds) == 8 * int(sizes.loc["test", "rows"])  # one prediction per test row and setting
@@ -565,8 +567,6 @@ def test_fairrank_outputs_are_sane(pipeline):
     # different rankers give different rankings (identical numbers would be a bug)
     means = pq[pq["query_set"] == "dl19"].groupby(["ranker", "measure"])["value"].mean().unstack()
     assert not means.duplicated().any()
-    from biaslab import claims as cl
-    from biaslab import competence
 
     claims = cl.read(root / "reports/fairrank/results/claims.csv")
     assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and len(claims) >= 10

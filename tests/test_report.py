@@ -27,8 +27,10 @@ def _fixture(tmp_path: Path, our_value: float = 0.4217) -> Path:
         "our_value": [our_value, -0.0731, 0.0058],
         "ci_low": [0.3111, -0.1393, -0.0214],
         "ci_high": [0.5329, -0.0092, 0.0377],
-        "verdict": ["contradicted", "reproduced", "inconclusive"],
-        "rule": ["direction", "direction", "negligible"],
+        "verdict": ["contradicted", "reproduced", "underpowered"],
+        "rule": ["effect below 0", "effect below 0", "no change"],
+        "kind": "claim", "paper_effect": None, "n": 10, "interval": "Student t over 10 units", "p_value": None,
+        "p_adjusted": None, "mde": None, "n_needed": None,
     }).to_csv(reports / "alpha/results/claims.csv", index=False)
     (reports / "alpha/results/fig2_x.png").write_bytes(PNG)
     (reports / "alpha/results/fig2_y.png").write_bytes(PNG)
@@ -55,10 +57,10 @@ PAPER_SCALE = {"alpha": {"train": {"epochs": 10}, "seeds": [0, 1]}}
 def test_the_report_reads_every_number_from_its_inputs(tmp_path):
     reports = _fixture(tmp_path)
     md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
-    assert "1 reproduced, 1 contradicted, 1 inconclusive" in md
+    assert "1 reproduced, 1 contradicted, 1 underpowered" in md
     assert "CPU default (1 of 2 paper-scale settings differ: alpha.train.epochs)" in md
     assert "| Figure 2 | §4.1 | bias against lambda | [fig2_x.png](alpha/results/fig2_x.png), [fig2_y.png]" in md
-    assert "regenerated; claims: 0 reproduced, 1 contradicted, 0 inconclusive" in md
+    assert "| regenerated; claims: 1 contradicted |" in md
     assert "| Table 9 | App. | other backbone | – | not regenerated |" in md
     assert "- **alpha Table 9**: (other backbone) the backbone is not available offline" in md
     assert "- **alpha, contradicted**: A lowers bias (§4.1, Fig. 2; paper −61.5%, ours 0.422 [0.311, 0.533])" in md

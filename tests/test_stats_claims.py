@@ -68,39 +68,20 @@ def test_bias_scores_average_to_the_papers_percentages():
     assert f.mean() == pytest.approx(100 * (2 / 3 - 2 / 3))
 
 
-def E(v, lo, hi):
-    return stats.Estimate(v, lo, hi, 10, "test")
-
-
-def test_direction_verdicts():
-    assert claims.direction("c", "§1", "+", E(1, 0.5, 2), expected="greater").verdict == "reproduced"
-    assert claims.direction("c", "§1", "+", E(-1, -2, -0.5), expected="greater").verdict == "contradicted"
-    assert claims.direction("c", "§1", "+", E(0.1, -0.2, 0.4), expected="greater").verdict == "inconclusive"
-    assert claims.direction("c", "§1", "-", E(-1, -2, -0.5), expected="less").verdict == "reproduced"
-    assert claims.direction("c", "§1", "+", E(1, np.nan, np.nan), expected="greater").verdict == "inconclusive"
-    assert claims.direction("c", "§1", ">1", E(2, 1.5, 2.5), expected="greater", null=1).verdict == "reproduced"
-
-
-def test_negligible_and_close_to_verdicts():
-    assert claims.negligible("c", "§", "≈0", E(0, -1, 1), bound=2).verdict == "reproduced"
-    assert claims.negligible("c", "§", "≈0", E(5, 3, 7), bound=2).verdict == "contradicted"
-    assert claims.negligible("c", "§", "≈0", E(1, -1, 3), bound=2).verdict == "inconclusive"
-    assert claims.close_to("c", "§", 0.48, E(0.45, 0.40, 0.50), tolerance=0.0, max_width=1).verdict == "reproduced"
-    assert claims.close_to("c", "§", 0.48, E(0.15, 0.05, 0.25), tolerance=0.05, max_width=1).verdict == "contradicted"
-    assert claims.close_to("c", "§", 0.48, E(0.15, -0.9, 0.9), tolerance=0.05, max_width=1).verdict == "inconclusive"
+def _two_rows():
+    """A claim whose interval lies above 0 and a no-change claim wholly outside its bound."""
+    up = claims.effect("a beats b", "§1", "higher", claims.Evidence(0.3, 0.2, 40, "queries"), direction=1)
+    moved = claims.no_change("c changes nothing", "§2", "0", claims.Evidence(0.3, 0.2, 40, "queries"), bound=0.05)
+    return claims.finalize([up, moved], level=0.95)
 
 
 def test_claims_table_and_summary(tmp_path):
-    rows = [claims.direction("a", "§1", "+", E(1, 0.5, 2), expected="greater"),
-            claims.negligible("b", "§2", "≈0", E(5, 3, 7), bound=2)]
-    df = claims.write(tmp_path / "claims.csv", rows)
-    assert list(df.columns[:7]) == ["claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high",
-                                    "verdict"]
-    assert claims.summary(df) == {"reproduced": 1, "contradicted": 1, "inconclusive": 0}  # the older rule's three
-    assert (tmp_path / "claims.csv").read_text().splitlines()[0] == ",".join(claims.BASE_COLUMNS)
-    assert (tmp_path / "claims.csv").read_text().startswith("claim,paper_section")
+    df = claims.write(tmp_path / "claims.csv", _two_rows())
+    assert list(df.columns) == claims.COLUMNS
+    assert claims.summary(df) == {"reproduced": 1, "contradicted": 1}
+    assert (tmp_path / "claims.csv").read_text().splitlines()[0] == ",".join(claims.COLUMNS)
     with pytest.raises(ValueError, match="unknown verdicts"):
-        claims.table([claims.Claim("x", "§", "1", 1.0, 0.0, 2.0, "maybe", "")])
+        claims.table([claims.Claim("x", "§", "1", 1.0, 0.0, 2.0, "inconclusive", "")])
 
 
 def test_paired_statistic_uses_the_same_resample_for_both_systems():
@@ -149,19 +130,15 @@ def test_adjust_p_benjamini_hochberg_by_hand_nan_left_out():
 
 
 def test_claims_round_trip_and_markdown(tmp_path):
-    est = stats.Estimate(0.3, 0.1, 0.5, 40, "bootstrap-percentile")
-    rows = [claims.direction("a beats b", "§1", "higher", est, expected="greater"),
-            claims.negligible("c changes nothing", "§2", "0", est, bound=0.05)]
-    claims.write(tmp_path / "claims.csv", rows)
+    claims.write(tmp_path / "claims.csv", _two_rows())
     back = claims.read(tmp_path / "claims.csv")
     assert back["verdict"].tolist() == ["reproduced", "contradicted"]
     md = claims.markdown(back)
-    assert md.splitlines()[0] == "1 reproduced, 1 contradicted, 0 inconclusive"
-    assert "| a beats b | claim | §1 | higher | 0.3 [0.1, 0.5] | – | **reproduced** |" in md
+    assert md.splitlines()[0] == "1 reproduced, 1 contradicted"
+    assert "| a beats b | claim | §1 | higher | 0.3 [" in md
     (tmp_path / "bad.csv").write_text("claim,verdict\nx,reproduced\n")
     with pytest.raises(ValueError, match="missing columns"):
         claims.read(tmp_path / "bad.csv")
-
 
 
 # ------------------------------------------------------------------------------ magnitude-aware verdicts
@@ -357,20 +334,18 @@ def test_competence_rows():
         competence.table([up, up])
 
 
-def test_the_older_tables_round_trip_to_their_committed_bytes(tmp_path):
-    """The papers whose claims are not yet rebuilt on finalize: reading and writing their committed claims.csv gives
-    the same bytes, and their summary keeps its three verdicts — the magnitude columns change no older output."""
+def test_every_committed_claims_table_reads_and_writes_back_to_its_bytes(tmp_path):
+    """Each paper's claims.csv is a finalize table: it reads back (every column, known verdicts) and rewrites to
+    the same bytes."""
     from conftest import REPO
 
-    for path in sorted((REPO / "reports").glob("*/results/claims.csv")):
+    paths = sorted((REPO / "reports").glob("*/results/claims.csv"))
+    assert len(paths) == 5
+    for path in paths:
         df = claims.read(path)
-        if claims._magnitude(df):
-            continue
-        rows = [claims.Claim(**{c: r[c] for c in claims.BASE_COLUMNS}) for r in df.to_dict("records")]
         out = tmp_path / path.parent.parent.name / "claims.csv"
-        claims.write(out, rows)
+        claims.write(out, [claims.Claim(**r) for r in df.to_dict("records")])
         assert out.read_bytes() == path.read_bytes(), path
-        assert set(claims.summary(df)) == set(claims.OLD_VERDICTS)
 
 
 def test_units_for_an_effect_far_above_the_spread_is_two_not_an_error():

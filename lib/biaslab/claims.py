@@ -1,51 +1,36 @@
 """A paper's claims as verdicts computed from the data: ``reports/<paper>/results/claims.csv``.
 
-Each claim is checked by a rule on our estimate and its confidence interval (:class:`biaslab.stats.Estimate`), never
-typed by hand:
-
-* :func:`direction` — "X is larger than Y" (or smaller): **reproduced** when the interval of our effect lies
-  entirely on the paper's side of ``null`` (0 for a difference), **contradicted** when it lies entirely on the other
-  side, **inconclusive** when it covers ``null``.
-* :func:`negligible` — "X does not change Y": **reproduced** when the interval lies within ±``bound`` (an
-  equivalence test), **contradicted** when it lies entirely outside ±``bound``, **inconclusive** otherwise.
-* :func:`close_to` — "X is about v": **reproduced** when v lies in the interval widened by ``tolerance``,
-  **contradicted** when it lies outside, **inconclusive** when the interval is wider than ``max_width`` (it would
-  hold almost any value) or missing.
+A paper's analysis states each claim (or check) with our evidence — :func:`effect` ("X is larger than Y", or
+smaller) or :func:`no_change` ("X stays within ±b") on an :class:`Evidence` (the per-unit mean, or a statistic with
+its standard error) — and :func:`finalize` judges them together; no verdict is typed by hand.
 
 :func:`verdict` is the magnitude-aware rule (equivalence and "small telescopes" reasoning): beyond the sign it says
 whether our interval reaches the paper's effect, stops short of it, or rules an effect as large as the paper's out.
 
-The table keeps the paper's value (a number or a short phrase), ours, the interval, the verdict and the rule that
-produced it, so a reader can recompute every verdict from the row.
-
-**Rebuilt tables** (:func:`effect`, :func:`no_change`, then :func:`finalize`) carry more: ``kind`` (``claim`` — a
-finding of the paper — or ``check`` — a sanity check such as "the mitigation acts", never counted as a
-reproduction), ``paper_effect`` (the paper's effect in our units), ``n``, ``interval`` (the method), ``p_value``,
-``p_adjusted`` (Holm across the paper's ``claim`` rows), ``mde`` (the smallest effect our n detects at 80 % power)
-and ``n_needed`` (the units at which the MDE reaches the paper's effect). The verdict of a claim uses the Holm level
-of its rank: its interval is the Student-t interval at 1 − α / (m − rank + 1), widened to the null where Holm's
-step-down stops, so "excludes the null" holds for the family of claims, not one at a time (Holm 1979). A claim whose
-baseline fails its competence floor (:mod:`biaslab.competence`) is ``untestable``, naming the failed check.
+Each row keeps the paper's value (a number or a short phrase), ours, the interval, the verdict and the rule that
+produced it, so a reader can recompute every verdict from the row, and more: ``kind`` (``claim`` — a finding of the
+paper — or ``check`` — a sanity check such as "the mitigation acts", never counted as a reproduction),
+``paper_effect`` (the paper's effect in our units), ``n``, ``interval`` (the method), ``p_value``, ``p_adjusted``
+(Holm across the paper's ``claim`` rows), ``mde`` (the smallest effect our n detects at 80 % power) and ``n_needed``
+(the units at which the MDE reaches the paper's effect). The verdict of a claim uses the Holm level of its rank: its
+interval is the Student-t interval at 1 − α / (m − rank + 1), widened to the null where Holm's step-down stops, so
+"excludes the null" holds for the family of claims, not one at a time (Holm 1979). A claim whose baseline fails its
+competence floor (:mod:`biaslab.competence`) is ``untestable``, naming the failed check.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from .stats import Estimate
-
 # what :func:`verdict` returns
 MAGNITUDE_VERDICTS = ("reproduced", "reproduced_smaller", "ruled_out", "contradicted", "underpowered", "untestable")
-# a table not yet rebuilt with :func:`finalize` still says "inconclusive" for an interval covering the null
-VERDICTS = (*MAGNITUDE_VERDICTS, "inconclusive")
-OLD_VERDICTS = ("reproduced", "contradicted", "inconclusive")  # :func:`direction` and its siblings
-BASE_COLUMNS = ["claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high", "verdict", "rule"]
-EXTRA_COLUMNS = ["kind", "paper_effect", "n", "interval", "p_value", "p_adjusted", "mde", "n_needed"]
-COLUMNS = BASE_COLUMNS + EXTRA_COLUMNS
+VERDICTS = MAGNITUDE_VERDICTS
+COLUMNS = ["claim", "paper_section", "paper_value", "our_value", "ci_low", "ci_high", "verdict", "rule", "kind",
+           "paper_effect", "n", "interval", "p_value", "p_adjusted", "mde", "n_needed"]
 KINDS = ("claim", "check")
 NAN = float("nan")
 
@@ -121,57 +106,6 @@ class Claim:
     n_needed: float = NAN
 
 
-def _finite(est: Estimate) -> bool:
-    return all(math.isfinite(v) for v in (est.ci_low, est.ci_high))
-
-
-def direction(claim: str, section: str, paper_value, est: Estimate, *, expected: str, null: float = 0.0) -> Claim:
-    """``expected``: ``greater`` (the paper says our quantity exceeds ``null``) or ``less``."""
-    if expected not in ("greater", "less"):
-        raise ValueError(f"expected must be greater or less, got {expected!r}")
-    if not _finite(est):
-        verdict = "inconclusive"
-    elif est.ci_low > null:
-        verdict = "reproduced" if expected == "greater" else "contradicted"
-    elif est.ci_high < null:
-        verdict = "reproduced" if expected == "less" else "contradicted"
-    else:
-        verdict = "inconclusive"
-    op = ">" if expected == "greater" else "<"
-    return Claim(claim, section, str(paper_value), est.value, est.ci_low, est.ci_high, verdict,
-                 f"direction: CI {op} {null:g} reproduces, CI on the other side contradicts, CI covering {null:g} is "
-                 f"inconclusive ({est.method}, n={est.n})")
-
-
-def negligible(claim: str, section: str, paper_value, est: Estimate, *, bound: float) -> Claim:
-    if bound <= 0:
-        raise ValueError(f"the equivalence bound must be > 0, got {bound}")
-    if not _finite(est):
-        verdict = "inconclusive"
-    elif -bound <= est.ci_low and est.ci_high <= bound:
-        verdict = "reproduced"
-    elif est.ci_low > bound or est.ci_high < -bound:
-        verdict = "contradicted"
-    else:
-        verdict = "inconclusive"
-    return Claim(claim, section, str(paper_value), est.value, est.ci_low, est.ci_high, verdict,
-                 f"negligible: CI within ±{bound:g} reproduces, CI entirely beyond ±{bound:g} contradicts "
-                 f"({est.method}, n={est.n})")
-
-
-def close_to(claim: str, section: str, paper_value: float, est: Estimate, *, tolerance: float,
-             max_width: float) -> Claim:
-    if not _finite(est) or est.ci_high - est.ci_low > max_width:
-        verdict = "inconclusive"
-    elif est.ci_low - tolerance <= paper_value <= est.ci_high + tolerance:
-        verdict = "reproduced"
-    else:
-        verdict = "contradicted"
-    return Claim(claim, section, f"{paper_value:g}", est.value, est.ci_low, est.ci_high, verdict,
-                 f"close to the paper: its value within CI ± {tolerance:g} reproduces, outside contradicts; a CI wider "
-                 f"than {max_width:g} is inconclusive ({est.method}, n={est.n})")
-
-
 def table(claims: list[Claim]) -> pd.DataFrame:
     bad = [c.verdict for c in claims if c.verdict not in VERDICTS]
     if bad:
@@ -183,26 +117,17 @@ def table(claims: list[Claim]) -> pd.DataFrame:
 
 
 def write(path: str | Path, claims: list[Claim]) -> pd.DataFrame:
-    """Write ``claims`` as a claims.csv and return the table. A table of the older rule only (:func:`direction`,
-    :func:`negligible`, :func:`close_to`: no row went through :func:`finalize`) keeps its eight columns, so the
-    papers not yet rebuilt on :func:`finalize` write the bytes they always wrote."""
+    """Write ``claims`` (the rows :func:`finalize` returns) as a claims.csv and return the table."""
     from .io import write_csv
 
     out = table(claims)
-    write_csv(path, out if _magnitude(out) else out[BASE_COLUMNS])
+    write_csv(path, out)
     return out
-
-
-def _magnitude(df: pd.DataFrame) -> bool:
-    """Whether a table was built by :func:`finalize` (its rows name their interval method)."""
-    return "interval" in df.columns and bool(df["interval"].fillna("").astype(bool).any())
 
 
 def summary(df: pd.DataFrame) -> dict[str, int]:
     """Verdict counts of the ``claim`` rows (checks are not findings), for metrics.json and the README: every verdict
-    that occurs, in :data:`VERDICTS` order — for a table of the older rule, its three verdicts, zeros included."""
-    if not _magnitude(df):
-        return {v: int((df["verdict"] == v).sum()) for v in OLD_VERDICTS}
+    that occurs, in :data:`VERDICTS` order."""
     rows = df[df["kind"] == "claim"]
     return {v: int((rows["verdict"] == v).sum()) for v in VERDICTS if (rows["verdict"] == v).any()}
 
@@ -230,23 +155,12 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def read(path: str | Path) -> pd.DataFrame:
-    """A claims.csv, checked: the columns of :data:`BASE_COLUMNS` and known verdicts only (a table written before
-    the magnitude columns gets them empty, every row a ``claim``)."""
+    """A claims.csv, checked: every column of :data:`COLUMNS` and known verdicts and kinds only."""
     df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    missing = [c for c in BASE_COLUMNS if c not in df.columns]
+    missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: missing columns {missing}; expected {COLUMNS} (written by biaslab.claims.write)")
-    defaults = {f.name: f.default for f in fields(Claim) if f.name in EXTRA_COLUMNS}
-    rows = []
-    for r in df.to_dict("records"):
-        extra = {c: defaults[c] if c not in r or _missing(r[c]) else r[c] for c in EXTRA_COLUMNS}
-        rows.append(Claim(**{c: r[c] for c in BASE_COLUMNS}, **extra))
-    return table(rows)
-
-
-def _missing(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
+    return table([Claim(**{c: r[c] for c in COLUMNS}) for r in df.to_dict("records")])
 
 
 # ------------------------------------------------------------------------------------- rebuilt tables

@@ -39,6 +39,12 @@ def at_least(check: str, measure: str, value: float, *, floor: float, ci: tuple[
             "passed": bool(math.isfinite(value) and math.isfinite(floor) and value >= floor)}
 
 
+def at_most(check: str, measure: str, value: float, *, floor: float) -> dict:
+    """A competence row "``value`` stays below ``floor``" (e.g. the share of rows a classifier gives one class)."""
+    return {"check": check, "measure": measure, "ours": value, "ci_low": NAN, "ci_high": NAN, "floor": floor,
+            "passed": bool(math.isfinite(value) and value < floor)}
+
+
 def read(path) -> pd.DataFrame:
     """A competence.csv, checked: its columns, a boolean ``passed``."""
     df = pd.read_csv(path)

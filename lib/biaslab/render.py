@@ -84,11 +84,10 @@ def _counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in counts.items()) or "none"
 
 
-# the summary's columns: every verdict, the old tables' "inconclusive" last
-SUMMARY = ("reproduced", "reproduced_smaller", "ruled_out", "contradicted", "underpowered", "untestable",
-           "inconclusive")
+# the summary's columns: every verdict
+SUMMARY = ("reproduced", "reproduced_smaller", "ruled_out", "contradicted", "underpowered", "untestable")
 GLANCE = (("hold", ("reproduced", "reproduced_smaller")), ("ruled out", ("ruled_out",)),
-          ("contradicted", ("contradicted",)), ("need more data", ("underpowered", "inconclusive")),
+          ("contradicted", ("contradicted",)), ("need more data", ("underpowered",)),
           ("untestable", ("untestable",)))
 
 
@@ -267,7 +266,7 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: M
     lines += ["", "## What is not reproduced, and why", ""]
     lines += [f"- **{head}**: {text}" for head, text in gaps(reps)]
     for rep in reps:
-        n = rep.counts.get("inconclusive", 0) + rep.counts.get("underpowered", 0)
+        n = rep.counts.get("underpowered", 0)
         if n:
             lines.append(f"- **{rep.values.paper}**: {n} claims need more data (their intervals cover both the null "
                          "and the paper's effect; the `n_needed` column of claims.csv says how many units would do)")
@@ -291,7 +290,7 @@ h1{margin:.3em 0}table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}th{background:#f3f3f3}
 .scroll{overflow-x:auto;max-width:100%}p,li,figcaption{overflow-wrap:anywhere}
 .reproduced,.reproduced_smaller{color:#176317;font-weight:600}.contradicted{color:#a11;font-weight:600}
-.ruled_out{color:#6a3d9a;font-weight:600}.inconclusive,.underpowered{color:#8a6d00;font-weight:600}
+.ruled_out{color:#6a3d9a;font-weight:600}.underpowered{color:#8a6d00;font-weight:600}
 .untestable{color:#666;font-weight:600}.FAILED{color:#a11;font-weight:600}img{max-width:100%;border:1px solid #eee}.preview{font-size:11px}
 .more,.made{font-size:12px;color:#555}figure{margin:1em 0}figcaption{font-size:13px;color:#444}
 .ref{font-weight:normal;color:#555}.shows{margin:.2em 0}svg.ci{vertical-align:middle}"""

@@ -48,6 +48,7 @@ head_learning_rate = ...  # cscl.train.head_learning_rate
 max_length = ...  # cscl.train.max_length
 trainable_layers = ...  # cscl.train.trainable_layers
 grad_cache_chunk = ...  # cscl.train.grad_cache_chunk
+class_weight = ...  # cscl.train.class_weight
 methods = ...  # cscl.methods
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder

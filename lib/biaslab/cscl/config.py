@@ -65,6 +65,10 @@ class CsclTrain(Section):
     # examples encoded at a time under gradient caching (biaslab.gradcache; the paper's large contrastive batches on
     # limited memory, §4.1): the same loss and gradient, one chunk's activations in memory; 0 = whole batch at once
     grad_cache_chunk: int = Field(ge=0)
+    # the task classifier's cross-entropy: none (the paper) | balanced (each class weighted n / (k · n_c) on the
+    # training split, sklearn's "balanced"), so that an imbalanced stand-in (sbic_race: 89 % one class) does not
+    # train constant classifiers
+    class_weight: Literal["none", "balanced"]
 
 
 class CsclMethod(Section):

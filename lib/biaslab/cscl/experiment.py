@@ -46,10 +46,11 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
 
     tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
     n_classes, n_groups = int(rows["y"].max()) + 1, int(rows["a"].max()) + 1
+    weight = ct.class_weights(tr["y"], n_classes, train.class_weight)
     tok = AutoTokenizer.from_pretrained(str(encoder_dir))
     model = ct.build_model(encoder_dir, n_classes, n_groups, objective(method, value),
                            head_hidden=train.head_hidden, seed=seed, n_frozen=bank.n_frozen,
-                           grad_cache_chunk=train.grad_cache_chunk)
+                           grad_cache_chunk=train.grad_cache_chunk, class_weights=weight)
     two_stage = method.mode == "contrastive"
     log = ct.fit(model, tok, tr, val=va, views=[list(views[t]) for t in tr["text"]],
                  val_views=[list(views[t]) for t in va["text"]],
@@ -66,7 +67,8 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
         head, head_log = ct.fit_head(enc["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,
                                      learning_rate=train.head_learning_rate, seed=seed,
-                                     val=(enc["val"], va["y"].to_numpy()), patience=train.patience or None)
+                                     val=(enc["val"], va["y"].to_numpy()), patience=train.patience or None,
+                                     class_weights=weight)
         pred = ct.predict_head(head, enc["test"])
         log["head"] = head_log
     else:
@@ -96,6 +98,7 @@ def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, tra
                                  by_class=bool(method.by_class), seed=int(seed), main_train=tr["y"].to_numpy(),
                                  main_dev=va["y"].to_numpy())
     n_classes = int(rows["y"].max()) + 1
+    weight = ct.class_weights(tr["y"], n_classes, train.class_weight)
     out = {}
     for value in method.grid:
         P, kept, _ = runs[counts[value]]
@@ -103,7 +106,8 @@ def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, tra
         head, head_log = ct.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,
                                      learning_rate=train.head_learning_rate, seed=seed,
-                                     val=(proj["val"], va["y"].to_numpy()), patience=train.patience or None)
+                                     val=(proj["val"], va["y"].to_numpy()), patience=train.patience or None,
+                                     class_weights=weight)
         pred = ct.predict_head(head, proj["test"])
         out[value] = {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log},
                       "pred": pred, "test_features": proj["test"]}

@@ -1,22 +1,27 @@
-"""cscl's claims as verdicts computed from the test predictions of every seed (``reports/cscl/results/claims.csv``).
+"""cscl's claims as verdicts computed from the test predictions of every seed (``reports/cscl/results/claims.csv``)
+and its competence table (``competence.csv``).
 
-Units are the test rows: one bootstrap resample of the rows is applied to every seed's predictions, and a
-setting's statistic is its mean over seeds (the splits are fixed; seeds change training). Differences between
-two settings are paired (the same resampled rows for both). The trade-off value compared with λ = 0 is the grid's
-largest — fixed in advance, never picked on test.
+A setting's statistic is its mean over seeds on the fixed test split. A comparison of settings is a contrast of
+that statistic (:func:`contrast`) whose uncertainty has two sources: the test rows (a paired bootstrap, the same
+resampled rows for every setting) and training (the spread over seeds). The verdicts come from
+:func:`biaslab.claims.finalize` (Holm across the claims, t intervals); a claim comparing a setting that fails its
+competence check (it predicts one class, or does not beat the majority class on macro-F1) is ``untestable``. The
+trade-off value compared with λ = 0 is the grid's largest — fixed in advance, never picked on test.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from .. import claims as cl
+from .. import competence as comp
 from .. import stats
+from ..claims import NAN
 from ..metrics.fairness import eo_gaps
 
 
@@ -59,22 +64,35 @@ class _Setting:
         self.binary = len(classes) <= 2
         self.classes = classes[-1:] if self.binary else classes  # fixed on all rows, as equalized_odds_gaps does
         self.names, self.gidx = np.unique(self.a, return_inverse=True)
-        self._memo: dict[tuple[str, bytes], float] = {}
+        self._memo: dict[tuple[str, bytes], np.ndarray] = {}
 
     def constant_share(self) -> float:
         """The smallest, over seeds, share of test rows given the seed's most frequent prediction (1.0 = every seed
         predicts one class for every row)."""
-        return float(min(np.unique(col, return_counts=True)[1].max() / len(col) for col in self.pred.T))
+        return float(min(self.top_shares()))
+
+    def top_shares(self) -> list[float]:
+        """Per seed, the share of test rows given the seed's most frequent prediction."""
+        return [float(np.unique(col, return_counts=True)[1].max() / len(col)) for col in self.pred.T]
+
+    def majority(self, label: int) -> _Setting:
+        """The majority-class classifier on the same rows: ``label`` for every row, in one seed."""
+        return _Setting(pd.DataFrame({"row": np.arange(len(self.y)), "seed": 0, "y": self.y, "a": self.a,
+                                      "pred": np.full(len(self.y), label)}))
 
     def metric(self, name: str, ix: np.ndarray) -> float:
-        """``eo_gap`` or ``f1`` on rows ``ix``, averaged over seeds. Memoised per (metric, rows): every claim
-        resamples the same rows (one bootstrap seed), and a setting takes part in several claims."""
+        """``eo_gap``, ``f1`` or ``macro_f1`` on rows ``ix``, averaged over seeds."""
+        return float(np.mean(self.per_seed(name, ix)))
+
+    def per_seed(self, name: str, ix: np.ndarray) -> np.ndarray:
+        """The metric of every seed on rows ``ix``. Memoised per (metric, rows): every claim resamples the same rows
+        (one bootstrap seed), and a setting takes part in several claims."""
         key = (name, hashlib.blake2b(np.ascontiguousarray(ix).tobytes(), digest_size=16).digest())
         if key not in self._memo:
-            self._memo[key] = self._metric(name, ix)
+            self._memo[key] = self._per_seed(name, ix)
         return self._memo[key]
 
-    def _metric(self, name: str, ix: np.ndarray) -> float:
+    def _per_seed(self, name: str, ix: np.ndarray) -> np.ndarray:
         values = []
         y, g = self.y[ix], self.gidx[ix]
         for s in range(self.pred.shape[1]):
@@ -84,9 +102,11 @@ class _Setting:
                 values.append(tpr_gap + fpr_gap)
             elif name == "f1":
                 values.append(fast_f1(y, p, pos_label=self.classes[-1] if self.binary else None))
+            elif name == "macro_f1":
+                values.append(fast_f1(y, p))
             else:
-                raise ValueError(f"unknown metric {name!r}: eo_gap or f1")
-        return float(np.mean(values))
+                raise ValueError(f"unknown metric {name!r}: eo_gap, f1 or macro_f1")
+        return np.asarray(values)
 
 
 def _settings(preds: pd.DataFrame) -> dict[tuple, _Setting]:
@@ -107,93 +127,203 @@ def _sweep(sets, task: str, name: str):
     return top, (task, name, top), (task, name, 0.0)
 
 
-def claims(preds: pd.DataFrame, methods: Mapping, *, f1_bound: float, degenerate_share: float, rounds: int,
-           confidence: float, seed: int) -> list[cl.Claim]:
-    """The paper's §4.2 claims, per task. ``preds``: every seed's test predictions (task, method, value, seed, row,
-    y, a, pred); ``methods``: the ``cscl.methods`` section (names → mode).
+def contrast(terms: list[tuple[_Setting, float]], metric: str, *, rounds: int, seed: int) -> cl.Evidence:
+    """Σ coef · ``metric`` of the settings in ``terms`` (e.g. [(a, 1), (b, −1)]: a − b), as
+    :class:`biaslab.claims.Evidence` with both sources of its uncertainty (Bouthillier et al. 2021, "Accounting for
+    variance in machine learning benchmarks"):
+
+    * the test rows — a paired bootstrap over rows (``rounds`` resamples, the same rows for every setting), of the
+      seed-mean contrast: the standard error of the statistic for these trained models. ΔEO is a sum of absolute
+      gaps, biased upward under resampling, so the bootstrap gives only the spread (never a percentile interval,
+      which would miss its own estimate);
+    * training — the spread over the k seeds of the per-seed contrast on all rows, s / √k.
+
+    se = √(se_rows² + s² / k), and the interval is the t interval on the Welch–Satterthwaite degrees of freedom of
+    that sum (n − 1 for the rows, k − 1 for the seeds; Satterthwaite 1946): close to k − 1 when the seeds dominate,
+    to n − 1 when the rows do. The evidence's ``n`` is then the effective units, df + 1 (what the interval, the
+    p-value and the MDE use). With one seed, the rows alone: n − 1 degrees of freedom."""
+    first = terms[0][0]
+    n = len(first.y)
+    full = np.arange(n)
+    per_seed = [s.per_seed(metric, full) for s, _ in terms]
+    k = max(len(v) for v in per_seed)
+    seedwise = sum(c * (v if len(v) == k else np.full(k, v.mean())) for (_, c), v in zip(terms, per_seed, strict=True))
+    value = float(np.mean(seedwise))
+    draws = np.array([sum(c * s.metric(metric, ix) for s, c in terms)
+                      for ix in stats.resample_indices(n, rounds, seed)])
+    draws = draws[np.isfinite(draws)]
+    rows = float(draws.var(ddof=1)) if len(draws) > 1 else NAN
+    if k == 1:
+        return cl.Evidence.from_se(value, math.sqrt(rows), n, "test rows (bootstrap)")
+    seeds = float(np.var(seedwise, ddof=1)) / k
+    total = rows + seeds
+    denom = rows ** 2 / (n - 1) + seeds ** 2 / (k - 1)
+    df = total ** 2 / denom if denom > 0 else float(n - 1)
+    return cl.Evidence.from_se(value, math.sqrt(total), int(df) + 1,
+                               f"effective units (Welch–Satterthwaite: {k} seeds, {n} test rows)")
+
+
+def _label(key: tuple) -> str:
+    _, method, value = key
+    return method if value == -1 else f"{method} (λ = {value:g})"
+
+
+def checks_of(key: tuple) -> tuple[str, str]:
+    """The names of a setting's two competence checks: it predicts more than one class, it beats the majority."""
+    task = key[0]
+    return (f"{task}: {_label(key)} predicts more than one class", f"{task}: {_label(key)} beats the majority class")
+
+
+def competence(preds: pd.DataFrame, majority: Mapping[str, int], *, degenerate_share: float, level: float,
+               rounds: int, seed: int) -> pd.DataFrame:
+    """cscl's competence table (``reports/cscl/results/competence.csv``), two rows per (task, method, value):
+
+    * it predicts more than one class — the largest share of test rows one seed gives one class stays below
+      ``degenerate_share`` (a constant classifier's ΔEO is 0 by construction, not by fairness);
+    * it beats the majority-class classifier (``majority``: task → the training split's most frequent label) on
+      macro-F1, the interval of the difference (:func:`contrast`) above 0."""
+    rows = []
+    for key, s in _settings(preds).items():
+        not_constant, beats = checks_of(key)
+        rows.append(comp.at_most(not_constant, "largest share of test rows one seed gives one class",
+                                 max(s.top_shares()), floor=degenerate_share))
+        rows.append(comp.beats(beats, "macro-F1 minus the majority-class classifier's",
+                               contrast([(s, 1.0), (s.majority(majority[key[0]]), -1.0)], "macro_f1", rounds=rounds,
+                                        seed=seed), level=level))
+    return comp.table(rows)
+
+
+NO_SIZE = "the paper shows this in a figure and gives no number"
+
+
+def claims(preds: pd.DataFrame, methods: Mapping, *, f1_bound: float, rounds: int, seed: int) -> list[cl.Pending]:
+    """The paper's §4.2 claims, per task, before :func:`biaslab.claims.finalize` judges them. ``preds``: every seed's
+    test predictions (task, method, value, seed, row, y, a, pred); ``methods``: the ``cscl.methods`` section
+    (names → mode). The paper gives its effects only in figures, so no claim has a paper effect: a verdict says
+    whether the sign holds.
 
     RQ1 (Fig. 2): as λ grows the ΔEO of one- and two-stage CL shrinks (largest λ vs λ = 0) at the cost of F1; the
     change of ΔEO is larger in two-stage than in one-stage CL, whose F1 is "comparable or better" (non-inferiority:
     two-stage F1 minus one-stage F1 above −``f1_bound``). RQ2 (Fig. 3): CL at its largest λ has a lower ΔEO than CE
-    and than each adversarial baseline at its largest λ_adv.
-
-    A setting that gives one class to at least ``degenerate_share`` of the test rows in every seed is a constant
-    classifier: its ΔEO is 0 by construction, not by fairness, so a claim comparing it is reported inconclusive
-    (the rule column says so) whatever the interval."""
+    and than each adversarial baseline at its largest λ_adv. Each claim requires the competence checks
+    (:func:`competence`) of the settings it compares."""
     sets = _settings(preds)
     by_mode = {mode: [n for n, m in methods.items() if m.mode == mode] for mode in
                ("ce", "contrastive", "one_stage", "adversarial", "inlp")}
-    kw = {"rounds": rounds, "confidence": confidence, "seed": seed}
-    out: list[cl.Claim] = []
-    uses: list[tuple] = []  # the settings each claim compares
+    out: list[cl.Pending] = []
 
-    def add(claim: cl.Claim, *keys) -> None:
-        out.append(claim)
-        uses.append(keys)
+    def ev(metric, *terms):
+        return contrast([(sets[k], c) for k, c in terms], metric, rounds=rounds, seed=seed)
+
+    def needs(*keys):
+        return tuple(c for k in keys for c in checks_of(k))
 
     for task in dict.fromkeys(t for t, _, _ in sets):
-        n = len(next(s for (t, _, _), s in sets.items() if t == task).y)
-
-        def diff(a, b, metric, n=n):
-            return stats.paired_statistic(n, lambda ix: sets[a].metric(metric, ix),
-                                          lambda ix: sets[b].metric(metric, ix), **kw)
-
         for mode, section in (("contrastive", "§4.2 RQ1, Fig. 2 (two-stage CL)"),
                               ("one_stage", "§4.2 RQ1, Fig. 2 (one-stage CL)")):
             for name in by_mode[mode]:
                 if (sw := _sweep(sets, task, name)) is None:
                     continue
                 top, hi, zero = sw
-                add(cl.direction(f"{task}: {name} with λ = {top:g} lowers ΔEO vs λ = 0", section,
-                                 "ΔEO shrinks as λ grows", diff(hi, zero, "eo_gap"), expected="less"), hi, zero)
-                add(cl.direction(f"{task}: {name} with λ = {top:g} costs F1 vs λ = 0", section,
-                                 "at the cost of F1", diff(hi, zero, "f1"), expected="less"), hi, zero)
+                out.append(cl.effect(f"{task}: {name} with λ = {top:g} lowers ΔEO vs λ = 0", section,
+                                     "ΔEO shrinks as λ grows", ev("eo_gap", (hi, 1), (zero, -1)), direction=-1,
+                                     requires=needs(hi, zero)))
+                out.append(cl.effect(f"{task}: {name} with λ = {top:g} costs F1 vs λ = 0", section,
+                                     "at the cost of F1", ev("f1", (hi, 1), (zero, -1)), direction=-1,
+                                     requires=needs(hi, zero)))
         for two in by_mode["contrastive"]:
             for one in by_mode["one_stage"]:
                 sw2, sw1 = _sweep(sets, task, two), _sweep(sets, task, one)
                 if sw2 is None or sw1 is None:
                     continue
                 (t2, hi2, z2), (t1, hi1, z1) = sw2, sw1
-                change = stats.paired_statistic(
-                    n, lambda ix, hi2=hi2, z2=z2: sets[hi2].metric("eo_gap", ix) - sets[z2].metric("eo_gap", ix),
-                    lambda ix, hi1=hi1, z1=z1: sets[hi1].metric("eo_gap", ix) - sets[z1].metric("eo_gap", ix), **kw)
-                add(cl.direction(f"{task}: ΔEO moves more with λ in two-stage ({two}, 0 → {t2:g}) than in "
-                                 f"one-stage CL ({one}, 0 → {t1:g})", "§4.2 RQ1",
-                                 "change more significant in two-stage", change, expected="less"), hi2, z2, hi1, z1)
-                add(cl.direction(f"{task}: two-stage F1 (λ = {t2:g}) is comparable or better than one-stage "
-                                 f"(λ = {t1:g}), within −{f1_bound:g}", "§4.2 RQ1", "comparable or better",
-                                 diff(hi2, hi1, "f1"), expected="greater", null=-f1_bound), hi2, hi1)
+                out.append(cl.effect(f"{task}: ΔEO moves more with λ in two-stage ({two}, 0 → {t2:g}) than in "
+                                     f"one-stage CL ({one}, 0 → {t1:g})", "§4.2 RQ1",
+                                     "change more significant in two-stage",
+                                     ev("eo_gap", (hi2, 1), (z2, -1), (hi1, -1), (z1, 1)), direction=-1,
+                                     requires=needs(hi2, z2, hi1, z1)))
+                out.append(cl.effect(f"{task}: two-stage F1 (λ = {t2:g}) is comparable or better than one-stage "
+                                     f"(λ = {t1:g}), within −{f1_bound:g}", "§4.2 RQ1", "comparable or better",
+                                     ev("f1", (hi2, 1), (hi1, -1)), direction=1, null=-f1_bound,
+                                     requires=needs(hi2, hi1)))
         for ce_name in by_mode["ce"]:
             for name in by_mode["contrastive"] + by_mode["one_stage"]:
                 top = _strongest(sets, task, name)
-                if top is None or (task, ce_name, -1) not in sets:
+                ce = (task, ce_name, -1)
+                if top is None or ce not in sets:
                     continue
                 kind = "two-stage" if methods[name].mode == "contrastive" else "one-stage"
-                add(cl.direction(f"{task}: {kind} CL ({name}, λ = {top:g}) has a lower ΔEO than CE",
-                                 "§4.2 RQ2, Fig. 3", "ΔEO lower",
-                                 diff((task, name, top), (task, ce_name, -1), "eo_gap"), expected="less"),
-                    (task, name, top), (task, ce_name, -1))
+                out.append(cl.effect(f"{task}: {kind} CL ({name}, λ = {top:g}) has a lower ΔEO than CE",
+                                     "§4.2 RQ2, Fig. 3", "ΔEO lower", ev("eo_gap", ((task, name, top), 1), (ce, -1)),
+                                     direction=-1, requires=needs((task, name, top), ce)))
         for adv in by_mode["adversarial"]:
             top_adv = _strongest(sets, task, adv)
             for name in by_mode["contrastive"]:
                 top = _strongest(sets, task, name)
                 if top is None or top_adv is None:
                     continue
-                add(cl.direction(f"{task}: two-stage CL (λ = {top:g}) has a lower ΔEO than {adv} "
-                                 f"(λ_adv = {top_adv:g})", "§4.2 RQ2, Fig. 3", "ΔEO lower",
-                                 diff((task, name, top), (task, adv, top_adv), "eo_gap"), expected="less"),
-                    (task, name, top), (task, adv, top_adv))
-    return [_guard(c, sets, used, degenerate_share) for c, used in zip(out, uses, strict=True)]
+                a, b = (task, name, top), (task, adv, top_adv)
+                out.append(cl.effect(f"{task}: two-stage CL (λ = {top:g}) has a lower ΔEO than {adv} "
+                                     f"(λ_adv = {top_adv:g})", "§4.2 RQ2, Fig. 3", "ΔEO lower",
+                                     ev("eo_gap", (a, 1), (b, -1)), direction=-1, requires=needs(a, b)))
+    return out
 
 
-def _guard(claim: cl.Claim, sets, used: tuple, share: float) -> cl.Claim:
-    constant = [k for k in used if sets[k].constant_share() >= share]
-    if not constant:
-        return claim
-    names = ", ".join(f"{m} ({'-' if v == -1 else f'{v:g}'})" for _, m, v in constant)
-    return replace(claim, verdict="inconclusive",
-                   rule=f"{claim.rule}; inconclusive: {names} predicts one class for ≥ {share:.0%} of the test rows "
-                        "in every seed (a constant classifier's ΔEO is 0 by construction)")
+def leakage_checks(features: Mapping[int, Mapping[str, np.ndarray]], tests: Mapping[str, pd.DataFrame],
+                   methods: Mapping, *, folds: int, seed: int) -> list[cl.Pending]:
+    """The mitigation acts (a ``check``, never a reproduction): for every CL method and task, CS-InfoNCE at the
+    largest λ lowers how much of the protected group a linear probe reads from the test features within each class
+    (:func:`group_leakage`), against λ = 0 — paired over seeds. ``features``: seed → the stage's test features
+    (keys ``task|method|value``); ``tests``: task → its test rows (``y``, ``a``) in feature order."""
+    out = []
+    for task, test in tests.items():
+        for name, m in methods.items():
+            if m.mode not in ("contrastive", "one_stage") or not m.grid or max(m.grid) == 0 or 0 not in m.grid:
+                continue
+            top, zero = max(m.grid), next(v for v in m.grid if v == 0)  # the keys as the train stage wrote them
+            diffs = [group_leakage(f[f"{task}|{name}|{top}"], test["a"].to_numpy(), test["y"].to_numpy(),
+                                   folds=folds, seed=seed)
+                     - group_leakage(f[f"{task}|{name}|{zero}"], test["a"].to_numpy(), test["y"].to_numpy(),
+                                     folds=folds, seed=seed) for f in features.values()]
+            out.append(cl.effect(f"{task}: {name}'s CS-InfoNCE (λ = {top:g}) lowers the group read within class "
+                                 "from the test features vs λ = 0", "§3.2, App. C.2 (Fig. 10)",
+                                 "representations closer to Z ⊥ A | Y", cl.Evidence.of(diffs, "seeds"), direction=-1,
+                                 kind="check", requires=()))
+    return out
+
+
+def paper_claims(preds: pd.DataFrame, sens: pd.DataFrame, features, tests, majority: Mapping[str, int],
+                 methods: Mapping, C, *, task: str, default: str, folds: int, level: float, rounds: int,
+                 seed: int) -> tuple[list[cl.Claim], pd.DataFrame]:
+    """(claims table rows, competence table): what cscl_analysis writes. ``methods``: ``cscl.methods``; ``C``:
+    ``cscl.claims``; ``sens`` (:func:`sensitivity_frame`), ``task`` and ``default``: the sensitivity study's;
+    ``features`` / ``tests`` / ``folds``: as :func:`leakage_checks`; ``majority``: as :func:`competence`."""
+    comp_table = competence(pd.concat([preds, _sens_as_settings(sens, task, default)], ignore_index=True), majority,
+                            degenerate_share=C.degenerate_share, level=level, rounds=rounds, seed=seed)
+    pending = (claims(preds, methods, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
+               + sensitivity_claims(sens, task=task, default=default, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
+               + leakage_checks(features, tests, methods, folds=folds, seed=seed))
+    return cl.finalize(pending, level=level, competence_table=comp_table), comp_table
+
+
+def task_inputs(tasks_dir, tasks) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+    """Per task, its test rows (in the order the stages wrote predictions and features) and the training split's
+    most frequent label (the majority-class classifier of :func:`competence`)."""
+    from pathlib import Path
+
+    tests, majority = {}, {}
+    for task in tasks:
+        rows = pd.read_parquet(Path(tasks_dir) / task / "rows.parquet")
+        tests[task] = rows[rows["split"] == "test"].reset_index(drop=True)
+        majority[task] = int(rows.loc[rows["split"] == "train", "y"].value_counts().idxmax())
+    return tests, majority
+
+
+def _sens_as_settings(sens: pd.DataFrame, task: str, default: str) -> pd.DataFrame:
+    """The sensitivity stage's varied settings as (task, method, value) predictions — method "two-stage CL, τ=0.5"
+    — so :func:`competence` checks them too (the default variant's runs are the main stage's)."""
+    varied = sens[sens["variant"] != default]
+    return varied.assign(task=task, method="two-stage CL, " + varied["variant"])
 
 
 def tradeoff_figure(summary_rows: pd.DataFrame, task: str):
@@ -296,45 +426,39 @@ def sensitivity_results(frame: pd.DataFrame, *, rounds: int, confidence: float, 
     return pd.DataFrame(out)
 
 
-def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound: float, degenerate_share: float,
-                       rounds: int, confidence: float, seed: int) -> list[cl.Claim]:
+def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound: float, rounds: int,
+                       seed: int) -> list[cl.Pending]:
     """RQ3 (§4.2, Fig. 4): "two-stage CL is stable under a wide range of parameter settings: the equalized odds gaps
     are consistently decreasing when λ = 5 and the F1 scores are relatively high". Per variant: ΔEO at the largest λ
-    minus ΔEO at λ = 0 (paired over the test rows, expected < 0), and F1 at the largest λ against the default
-    setting's (non-inferiority within −``f1_bound``). Constant classifiers make a claim inconclusive, as in
-    :func:`claims`."""
+    minus ΔEO at λ = 0 (expected < 0), and F1 at the largest λ against the default setting's (non-inferiority within
+    −``f1_bound``); :func:`contrast` gives the evidence. Each requires its settings' competence checks (the default
+    variant's are the main stage's settings)."""
     sets = {(v, lam): _Setting(g) for (v, lam), g in frame.groupby(["variant", "value"], sort=False)}
     top, zero = max(frame["value"]), 0.0
-    n = len(next(iter(sets.values())).y)
-    kw = {"rounds": rounds, "confidence": confidence, "seed": seed}
-    out, uses = [], []
+    method = frame["method"].iloc[0]
+
+    def key(variant, lam):
+        return (task, method, lam) if variant == default else (task, f"two-stage CL, {variant}", lam)
+
+    def needs(*pairs):
+        return tuple(c for v, lam in pairs for c in checks_of(key(v, lam)))
+
+    out = []
     for variant in dict.fromkeys(frame["variant"]):
         hi, lo = (variant, top), (variant, zero)
         if lo not in sets or hi not in sets or top == zero:
             continue
-        est = stats.paired_statistic(n, lambda ix, hi=hi: sets[hi].metric("eo_gap", ix),
-                                     lambda ix, lo=lo: sets[lo].metric("eo_gap", ix), **kw)
-        out.append(cl.direction(f"{task}: two-stage CL, {variant}: λ = {top:g} lowers ΔEO vs λ = 0",
-                                "§4.2 RQ3, Fig. 4", "ΔEO consistently decreasing with λ = 5", est, expected="less"))
-        uses.append((hi, lo))
+        out.append(cl.effect(f"{task}: two-stage CL, {variant}: λ = {top:g} lowers ΔEO vs λ = 0", "§4.2 RQ3, Fig. 4",
+                             "ΔEO consistently decreasing with λ = 5",
+                             contrast([(sets[hi], 1), (sets[lo], -1)], "eo_gap", rounds=rounds, seed=seed),
+                             direction=-1, requires=needs(hi, lo)))
         if variant != default and (default, top) in sets:
             d = (default, top)
-            est = stats.paired_statistic(n, lambda ix, hi=hi: sets[hi].metric("f1", ix),
-                                         lambda ix, d=d: sets[d].metric("f1", ix), **kw)
-            out.append(cl.direction(f"{task}: two-stage CL, {variant}, λ = {top:g}: F1 stays within −{f1_bound:g} of "
-                                    "the default setting's", "§4.2 RQ3, Fig. 4", "F1 relatively high", est,
-                                    expected="greater", null=-f1_bound))
-            uses.append((hi, d))
-    constant = {k for k, s in sets.items() if s.constant_share() >= degenerate_share}
-    guarded = []
-    for c, used in zip(out, uses, strict=True):
-        bad = [k for k in used if k in constant]
-        if bad:
-            names = ", ".join(f"{v} λ={lam:g}" for v, lam in bad)
-            c = replace(c, verdict="inconclusive", rule=f"{c.rule}; inconclusive: {names} predicts one class for ≥ "
-                        f"{degenerate_share:.0%} of the test rows in every seed")
-        guarded.append(c)
-    return guarded
+            out.append(cl.effect(f"{task}: two-stage CL, {variant}, λ = {top:g}: F1 stays within −{f1_bound:g} of "
+                                 "the default setting's", "§4.2 RQ3, Fig. 4", "F1 relatively high",
+                                 contrast([(sets[hi], 1), (sets[d], -1)], "f1", rounds=rounds, seed=seed),
+                                 direction=1, null=-f1_bound, requires=needs(hi, d)))
+    return out
 
 
 def sensitivity_figure(results: pd.DataFrame, task: str):

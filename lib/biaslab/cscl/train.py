@@ -78,14 +78,33 @@ class Objective:
             raise ValueError(f"cscl objective {self.mode}: temperature must be > 0")
 
 
+def class_weights(labels, n_classes: int, how: str) -> np.ndarray | None:
+    """The task classifier's per-class cross-entropy weights (``cscl.train.class_weight``): None for ``none`` (the
+    paper's plain cross-entropy); for ``balanced`` scikit-learn's ``compute_class_weight("balanced")`` on the
+    training labels, n / (k · n_c) — every class then weighs as much in the loss as it would in a balanced sample. A
+    class absent from the training labels keeps weight 1."""
+    if how == "none":
+        return None
+    if how != "balanced":
+        raise ValueError(f"class_weight {how!r}: use none or balanced (cscl.train.class_weight)")
+    from sklearn.utils.class_weight import compute_class_weight
+
+    labels = np.asarray(labels)
+    present = np.unique(labels)
+    out = np.ones(n_classes)
+    out[present] = compute_class_weight("balanced", classes=present, y=labels)
+    return out
+
+
 def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective, *, head_hidden: int, seed: int,
-                grad_cache_chunk: int, n_frozen: int = 0):
+                grad_cache_chunk: int, n_frozen: int = 0, class_weights: np.ndarray | None = None):
     """A :class:`FairClassifier` (an ``nn.Module``) on the encoder in ``encoder_dir``; the new layers are
     initialised from ``seed``. ``n_frozen`` > 0: only the layers above the first ``n_frozen`` are kept and trained;
     the model then reads the frozen layers' output (a :class:`StateBank`) instead of token ids. ``grad_cache_chunk``
     > 0: training batches are encoded that many examples at a time with gradient caching
     (:func:`biaslab.gradcache.grad_cached_loss`; the same loss and gradient, the memory of one chunk) — how the paper
-    reaches contrastive batches of 256 (§4.1); 0 = the whole batch at once."""
+    reaches contrastive batches of 256 (§4.1); 0 = the whole batch at once. ``class_weights``: the task
+    cross-entropy's per-class weights (:func:`class_weights`; None = unweighted)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -107,6 +126,8 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             self.head = mlp_head(dim, head_hidden, n_classes)
             self.objective = objective
             self.n_classes, self.n_groups = n_classes, n_groups
+            self.register_buffer("class_weight", None if class_weights is None else
+                                 torch.as_tensor(class_weights, dtype=torch.float32), persistent=False)
             if grad_cache_chunk < 0:
                 raise ValueError(f"grad_cache_chunk = {grad_cache_chunk}: use 0 (off) or a chunk size >= 1 "
                                  "(cscl.train.grad_cache_chunk)")
@@ -151,7 +172,7 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             logits = self.head(z1)
             losses = {}
             if o.mode in ("ce", "one_stage", "adversarial"):
-                losses["ce"] = F.cross_entropy(logits, labels)
+                losses["ce"] = F.cross_entropy(logits, labels, weight=self.class_weight)
             if o.mode in ("contrastive", "one_stage"):
                 feats = F.normalize(torch.stack([z1, reps[1]], dim=1), dim=-1)
                 losses["sup"] = supcon_loss(feats, labels, temperature=o.temperature)
@@ -359,10 +380,11 @@ def encode(model, tokenizer, texts: Sequence[str], *, max_length: int, batch_siz
 
 def fit_head(features: np.ndarray, labels: np.ndarray, n_classes: int, *, hidden: int, epochs: int,
              batch_size: int, learning_rate: float, seed: int, val: tuple[np.ndarray, np.ndarray] | None,
-             patience: int | None):
+             patience: int | None, class_weights: np.ndarray | None = None):
     """The 2-layer MLP head trained with cross-entropy (Adam) on fixed features — two-stage CL's second stage and
     the classifier on INLP-projected features. With ``val`` and ``patience``: the epoch with the best validation
-    loss is kept. Returns the head (an ``nn.Module``) and its log."""
+    loss is kept. ``class_weights``: the cross-entropy's per-class weights (:func:`class_weights`). Returns the head
+    (an ``nn.Module``) and its log."""
     import torch
     import torch.nn.functional as F
 
@@ -370,19 +392,20 @@ def fit_head(features: np.ndarray, labels: np.ndarray, n_classes: int, *, hidden
     head = mlp_head(features.shape[1], hidden, n_classes)
     opt = torch.optim.Adam(head.parameters(), lr=learning_rate)
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.long)
+    w = None if class_weights is None else torch.as_tensor(class_weights, dtype=torch.float32)
     g = torch.Generator().manual_seed(seed)
     best, best_state, bad, log = float("inf"), None, 0, []
     for _epoch in range(epochs):
         head.train()
         for idx in torch.randperm(len(x), generator=g).split(batch_size):
             opt.zero_grad()
-            F.cross_entropy(head(x[idx]), y[idx]).backward()
+            F.cross_entropy(head(x[idx]), y[idx], weight=w).backward()
             opt.step()
         head.eval()
         with torch.no_grad():
-            train_loss = float(F.cross_entropy(head(x), y))
+            train_loss = float(F.cross_entropy(head(x), y, weight=w))
             val_loss = float(F.cross_entropy(head(torch.as_tensor(val[0], dtype=torch.float32)),
-                                             torch.as_tensor(val[1], dtype=torch.long))) if val is not None else None
+                                             torch.as_tensor(val[1], dtype=torch.long), weight=w)) if val is not None else None
         log.append({"train_loss": round(train_loss, 6), "val_loss": None if val_loss is None else round(val_loss, 6)})
         if val is not None and patience:
             if val_loss < best - 1e-6:
