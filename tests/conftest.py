@@ -29,6 +29,15 @@ GREEDY = __import__("biaslab.llm", fromlist=["GenParams"]).GenParams(max_new_tok
                                                                       seed=0)  # the tests' own generation settings
 
 
+def pytest_collection_modifyitems(config, items):
+    """The integration module first and its reruns module last (pyproject runs pytest-xdist's file scheduling in
+    collection order): one worker starts the tiny pipeline at once, the other runs the unit tests, then the reruns
+    module, which waits for that pipeline and works on a copy of it beside the first module's tests
+    (``tests/tiny_pipeline.py``)."""
+    rank = {"test_integration.py": 0, "test_integration_reruns.py": 2}
+    items.sort(key=lambda item: rank.get(item.path.name, 1))  # stable: the order within each rank is kept
+
+
 def model_dir(name: str) -> Path:
     """The loadable folder of a registered model, resolved with the repository's ``models`` settings."""
     from biaslab import models

@@ -1,193 +1,36 @@
-"""The real pipeline (fetch + SEAT audit) through DVC and papermill on tiny parameters, in a temporary copy of
-the repository, with a process-wide guard that refuses any non-loopback network connection."""
+"""The real pipeline of all five papers through DVC and papermill on tiny parameters (``tests/tiny_pipeline.py``),
+with a process-wide guard that refuses any non-loopback network connection: its outputs, the bias cards, `detect`,
+the report and a sweep over scheduler jobs. The tests that rerun, kill or break stages are in
+``test_integration_reruns.py``, on a private copy."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
+import tiny_pipeline as tiny
 from biaslab import claims as cl
 from biaslab import competence
 from biaslab import stages as stage_decl
-from biaslab.paths import copy_project
+from tiny_pipeline import TINY_TESTS, read_tree, tool_env
 
-from conftest import REPO, mirror_dir
+from conftest import mirror_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-TINY_TESTS = ["weat6", "sent-weat9"]  # one exact (C(16, 8) partitions), one sampled (C(36, 18))
-
-
-def tool_env(root: Path, *, set_root: bool, **extra: str) -> dict[str, str]:
-    """The environment of a tool run on the copied pipeline: this interpreter's tools first on PATH, the copy's own
-    cache, ``extra`` on top; ``BIASLAB_ROOT`` pointing at the copy, or removed (DVC runs stages from the copy's
-    folder, and the root must come from there, not from the unit tests' setting)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "BIASLAB_CACHE_DIR": str(root.parent / "cache"), **extra}
-    if set_root:
-        env["BIASLAB_ROOT"] = str(root)
-    else:
-        env.pop("BIASLAB_ROOT", None)
-    return env
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
-    mirror = mirror_dir()
-    if mirror is None:
-        pytest.skip("set BIASLAB_DATA_MIRROR to a local copy of the data sets to run the pipeline offline")
-    root = copy_project(REPO, tmp_path_factory.mktemp("pipeline") / "repo")
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["data"]["datasets"] = ["seat", "indibias", "sbic", "bbq", "trec_fair_2022", "wikitext2_valid_test",
-                                  "twinviews_13k", "debiasing_rag_kim2025", "trecdl_passage_bm25_top100_text",
-                                  "jigsaw_identity_term_bias_testsets", "bias_in_bios_samples",
-                                  "genderbias_ir_rekabsaz2020", "msmarco_fair_queries_rekabsaz2021",
-                                  "msmarco_train_triples_splade_toy"]
-    params["ragfair"]["seat"].update(tests=TINY_TESTS, n_samples=2000)
-    it = params["intersect"]
-    it["reference"].update(indi_n_unbiased=60, sbic_n_unbiased=60, sbic_caps={c: 30 for c in it["reference"]["sbic_caps"]},
-                           sbic_neutral_pool=300)  # stand-ins searched among 300 posts (≈ 100 s less to embed)
-    for corpus in ("indic", "western"):
-        it["paragraphs"]["corpora"][corpus].update(n_biased=6 * len(it["paragraphs"]["corpora"][corpus]["categories"]),
-                                                   n_unbiased=10)
-    it["paragraphs"]["pool_size"] = 3
-    it["splits"]["validation"] = 0.25  # a stratified share needs at least one paragraph per category
-    it["triplets"]["llm_per_strategy"] = 5
-    it["train"].update(runs=["indic-srk4-C1"], max_triplets=16, batch_size=8)
-    it["baselines"].update(subsets=["C1"], epochs=1, soft_hamming_subsets=["C1"], soft_hamming_max_epochs=1, max_length=64,
-                           zero_shot_backend="none", zero_shot_max_paragraphs=0)
-    it["evaluate"]["k_sweep"] = [1, 5]
-    rf = params["ragfair"]
-    rf["bbq"].update(categories=["Gender_identity", "Religion"], check_categories=["Religion"], max_pairs=2)
-    rf["probing"].update(max_rows_per_category=40, folds=3, seat_n_samples=200)
-    rf["pairs"]["n_pairs"] = 16
-    rf["train"].update(batch_size=8, gradient_probe_batches=1, runs={"lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0}})
-    rf["evaluate"].update(max_rows_per_category=40, seat_n_samples=200, bootstrap_rounds=2, perturbation_rounds=5,
-                          checkpoints=[
-        {"name": "Baseline (frozen encoder)", "run": None, "mask": False},
-        {"name": "Head masking", "run": None, "mask": True},
-        {"name": "LoRA + WiSE-FT", "run": "lora_wiseft", "mask": False},
-        {"name": "Full framework", "run": "lora_wiseft", "mask": True}])
-    rc = params["ragcontrol"]
-    rc.update(max_seq_length=48, max_test_questions=30)
-    rc["candidates"].update(max_pool=150, max_positives=2, max_negatives=2,
-                            corpora={"GenderBias-QA": ["wikipedia"], "PoliticBias-QA": ["twinviews"]})
-    rc["train"].update(epochs=1, max_seq_length=48, merges=[0.5],
-                       runs={"politics-last1": {"task": "PoliticBias-QA", "freeze_layers": 1}})
-    rc["projection"]["alphas"] = [1.0, 3.0]
-    rc["sampling"].update(top_n=[3], taus=[0.0, 1.0])
-    rc["reader"].update(max_questions=4, max_doc_words=30, generation_check=1)
-    rc["readers"]["smollm2-letter"] = {**rc["readers"]["smollm2"], "politics_mode": "letter"}  # a second reader
-    rc["utility"].update(max_queries=3)
-    cs = params["cscl"]
-    cs.update(tasks=["sbic_race"], max_rows=150, seeds=[0, 1])
-    cs["augment"]["n_aug"] = 2
-    cs["train"].update(epochs=1, pretrain_epochs=1, head_epochs=2)
-    cs["methods"] = {"ce": cs["methods"]["ce"], "two_stage": {**cs["methods"]["two_stage"], "grid": [0.0, 1.0]},
-                     "one_stage": {**cs["methods"]["one_stage"], "grid": [0.0, 1.0]},
-                     "adversarial": {**cs["methods"]["adversarial"], "grid": [1.0]},
-                     "diverse_adversarial": {**cs["methods"]["diverse_adversarial"], "grid": [1.0]},
-                     "inlp": {**cs["methods"]["inlp"], "grid": [2]}}
-    # one τ, one batch and one augmentation variant; the 8-example batch runs under gradient caching in chunks of 3
-    cs["sensitivity"].update(task="sbic_race", lambdas=[0.0, 1.0], temperatures=[0.5], batch_sizes=[8],
-                             augmentations=["clm_insert"], cache_chunk=3, seed_subset=[1])
-    fr = params["fairrank"]
-    fr.update(seeds=[0])  # one seed: the analysis and claims run alike (≈ 30 s less)
-    fr["data"].update(max_pairs=24, rerank_depth=20)
-    fr["rankers"] = {k: fr["rankers"][k] for k in ("base", "penalty_relevant", "penalty_irrelevant",
-                                                   "reward_irrelevant", "lws", "advbert")}
-    # λ = 0.1 shifts the hinge margins too little to switch any of 24 pairs: identical to the base ranker (README)
-    fr["rankers"]["penalty_relevant"]["lambdas"] = [1.0, 5.0]
-    params["cards"].update(max_seq_length=48,  # as the tiny ragcontrol retrieves
-                           permutation_rounds=2000)  # ≈ 150 tests / 0.05 = 3,000 rounds matter only at full size
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    netlog = root.parent / "network.log"
-    # A fresh cache, except the dequantised SmolLM2 weights: content-keyed and shared with the unit tests, so a clean
-    # CI run converts the GGUF once instead of twice.
-    shared_models = REPO / ".cache" / "biaslab-tests" / "models"
-    shared_models.mkdir(parents=True, exist_ok=True)
-    (root.parent / "cache").mkdir()
-    (root.parent / "cache" / "models").symlink_to(shared_models, target_is_directory=True)
-    env = tool_env(root, set_root=False, BIASLAB_DATA_MIRROR=str(mirror),
-                   PYTHONPATH=str(REPO / "tests" / "netguard"), BIASLAB_NETGUARD_LOG=str(netlog),
-                   BIASLAB_TIMINGS=str(root.parent / "timings.jsonl"))  # where the time goes: biaslab timings FILE
-
-    def dvc(*args, check=True, cwd=root, **extra_env):
-        # The timeout only catches a hung kernel: the first run takes about 8 minutes on 2 cores beside the other
-        # test worker, and a slower machine may double that. Speed is measured by the timings file, not asserted.
-        proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), *args], cwd=cwd, env={**env, **extra_env},
-                              capture_output=True, text=True, timeout=2400)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"dvc {' '.join(args)} failed in {cwd}:\n{proc.stdout}\n{proc.stderr}")
-        return proc
-
-    dvc.env = env  # for a test that starts dvc itself (the kill test)
-    first = repro_in_two_copies(root, dvc)
-    return root, dvc, first, netlog
-
-
-SIDE_PREFIXES = ("ragcontrol_", "fairrank_")  # their chains take about as long as ragfair + intersect + cscl
-CROSS_PAPER = ("cards", "report")
-
-
-def repro_in_two_copies(root: Path, dvc) -> subprocess.CompletedProcess:
-    """The first `dvc repro` of the copy at ``root``, on both cores: DVC runs one stage at a time and locks its
-    repository, and the other test worker finishes long before this fixture. A second copy (same params.yaml, the
-    same embedding cache) builds the ragcontrol and fairrank chains meanwhile; their outputs, dvc.lock entries and
-    DVC cache then join ``root``, where a last `dvc repro` runs the cross-paper stages (cards, report). DVC calling every
-    joined stage current there is checked by each test that asserts a plain `dvc repro` runs nothing. Returns one
-    result whose stdout holds all three runs' logs."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    side = copy_project(REPO, root.parent / "side")
-    shutil.copy2(root / "params.yaml", side / "params.yaml")
-    names = stage_decl.all_stages(root)
-    side_stages = [s for s in names if s.startswith(SIDE_PREFIXES)]
-    own = [s for s in names if s not in side_stages and s not in CROSS_PAPER]
-    with ThreadPoolExecutor(1) as pool:
-        side_run = pool.submit(dvc, "repro", *side_stages, cwd=side)
-        own_run = dvc("repro", *own)
-        side_run = side_run.result()
-    lock, side_lock = (yaml.safe_load((p / "dvc.lock").read_text()) for p in (root, side))
-    for stage in side_stages:
-        lock["stages"][stage] = side_lock["stages"][stage]
-        for out in stage_decl.outs(stage, side):
-            dst = root / out
-            if dst.is_dir():
-                shutil.rmtree(dst)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            (shutil.copytree if (side / out).is_dir() else shutil.copy2)(side / out, dst)
-    (root / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
-    # DVC calls a stage whose cached outputs are missing from its cache changed: the cache is content-addressed,
-    # so the second copy's merges into the first's
-    shutil.copytree(side / ".dvc" / "cache", root / ".dvc" / "cache", dirs_exist_ok=True)
-    last = dvc("repro")
-    ran = set(re.findall(r"Running stage '([^']+)'", last.stdout))
-    assert ran <= set(CROSS_PAPER), f"stages joined from the second copy ran again: {sorted(ran - set(CROSS_PAPER))}"
-    return subprocess.CompletedProcess(last.args, 0, own_run.stdout + side_run.stdout + last.stdout,
-                                       own_run.stderr + side_run.stderr + last.stderr)
-
-
-def read_bytes(root: Path, *rels: str) -> dict[str, bytes]:
-    return {r: (root / r).read_bytes() for r in rels}
-
-
-OUTPUTS = ["reports/ragfair/seat/seat_results.csv", "reports/ragfair/seat/metrics.json",
-           "reports/ragfair/01_seat_audit.ipynb", "reports/data/datasets.csv"]
-INTERSECT_OUTPUTS = ["reports/intersect/05_train_indic-srk4-C1.ipynb", "reports/intersect/train/indic-srk4-C1.json",
-                     "data/models/intersect/indic-srk4-C1/model.safetensors",
-                     "data/models/intersect/indic-srk4-C1/biaslab_run.json"]
+    """The tiny pipeline, read in place (and restored by any test that changes it)."""
+    return tiny.built(tmp_path_factory)
 
 
 def test_pipeline_outputs_exist_and_are_sane(pipeline):
@@ -336,215 +179,6 @@ def test_cscl_outputs_are_sane(pipeline):
     trained = pd.read_csv(root / "reports/cscl/train/sensitivity.csv")
     assert len(trained) == 6  # the default is not retrained
     assert (root / "reports/cscl/results/fig_sensitivity_sbic_race.png").read_bytes()[:4] == b"\x89PNG"
-
-
-def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
-    root, dvc, _, _ = pipeline
-    assert "Running stage" not in dvc("repro").stdout
-    before = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
-    # sampled permutation statistics and a training stage (no wall-clock may reach its outputs)
-    for stage in ("ragfair_seat", "intersect_train@indic-srk4-C1"):
-        dvc("repro", "--force", "--single-item", stage)
-    after = read_bytes(root, *OUTPUTS, *INTERSECT_OUTPUTS)
-    assert [k for k in before if before[k] != after[k]] == []
-    assert "Running stage" not in dvc("repro").stdout  # identical outputs leave every downstream stage current
-
-
-def test_infrastructure_is_no_stage_dependency_and_computing_code_is(pipeline):
-    """Editing the runner or the atomic writes leaves every stage current (they decide no output's bytes: the
-    byte-for-byte reruns above show it); editing a module a stage computes with makes that stage stale."""
-    root, dvc, _, _ = pipeline
-    edited = {rel: (root / rel).read_text() for rel in ("lib/biaslab/run.py", "lib/biaslab/atomic.py",
-                                                         "lib/biaslab/intersect/splits.py")}
-    try:
-        for rel in ("lib/biaslab/run.py", "lib/biaslab/atomic.py"):
-            (root / rel).write_text(edited[rel] + "# an edit\n")
-        assert "changed" not in dvc("status").stdout.lower()
-        (root / "lib/biaslab/intersect/splits.py").write_text(edited["lib/biaslab/intersect/splits.py"] + "# an edit\n")
-        status = dvc("status").stdout
-        assert "intersect_splits@indic" in status and "ragfair_seat" not in status
-    finally:
-        for rel, text in edited.items():
-            (root / rel).write_text(text)
-    assert "Running stage" not in dvc("repro").stdout
-
-
-# a training stage with a folder output (the saved model) at tiny size: ≈ 1 s start-up, then ≈ 8 s in the training
-# cell, its first ≈ 6 s importing torch and sentence-transformers — the kill below lands inside it. (fairrank_train@1 was used before: the same checks, 2.5× the rerun.)
-KILLED_STAGE = "intersect_train@indic-srk4-C1"
-KILL_AFTER_CPU_S = 8.5
-
-
-def read_tree(root: Path, *rels: str) -> dict[str, bytes]:
-    """The bytes of every file under each path (a file, or a folder output)."""
-    out = {}
-    for rel in rels:
-        path = root / rel
-        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
-            if f.is_file():
-                out[f.relative_to(root).as_posix()] = f.read_bytes()
-    return out
-
-
-def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_same_bytes(pipeline):
-    """SIGKILL to `dvc repro` and its notebook kernel while the kernel trains (after ``KILL_AFTER_CPU_S`` of its own
-    CPU time: past start-up and data loading, inside the training cell); no output may be half there, and the next
-    plain `dvc repro` completes with the bytes of the uninterrupted first run."""
-    import signal
-    import time
-
-    import psutil
-
-    root, dvc, _, _ = pipeline
-    killed_outputs = stage_decl.outs(KILLED_STAGE, root)
-    before = read_tree(root, *killed_outputs)
-    assert len(before) > len(killed_outputs)  # the files of the folder output (the model) are in it
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "dvc"), "repro", "--force", "--single-item",
-                             KILLED_STAGE], cwd=root, env=dvc.env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    def find_kernel():
-        """The stage's notebook kernel (a child of the runner), once it runs; children come and go — git, the
-        runner — so one that ends or turns zombie while being read is skipped."""
-        for child in psutil.Process(proc.pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                if "ipykernel" in " ".join(child.cmdline()):
-                    return child
-        return None
-
-    kernel = None
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            assert proc.poll() is None, "the stage finished before it could be killed"
-            assert time.monotonic() < deadline, "no kernel trained within 10 minutes"
-            if kernel is None:
-                kernel = find_kernel()
-            # CPU seconds into the training cell: the kernel spends ≈ 7 s importing torch and sentence-transformers
-            # (the cell's first lines), then ≈ 2–3 s training and saving — about 10–13 s of CPU in all
-            with contextlib.suppress(psutil.Error):
-                if kernel is not None and sum(kernel.cpu_times()[:2]) > KILL_AFTER_CPU_S:
-                    break
-            time.sleep(0.1)
-    finally:
-        # dvc and the runner (one process group) and the kernel (its own session, as jupyter_client starts it) at
-        # once: no cleanup code runs anywhere
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if kernel is not None:
-            with contextlib.suppress(psutil.Error):
-                kernel.kill()
-                kernel.wait(timeout=60)
-        proc.wait(timeout=60)  # reaped: DVC frees the lock of a process that no longer exists, not of a zombie
-    after_kill = read_tree(root, *killed_outputs)  # each output file is absent (DVC removed it to rerun) or whole
-    assert all(after_kill[f] == before[f] for f in after_kill), [f for f in after_kill if after_kill[f] != before[f]]
-    assert not set(after_kill) - set(before)
-    assert KILLED_STAGE in dvc("status").stdout
-    dvc("repro")
-    assert read_tree(root, *killed_outputs) == before
-    assert not [p for p in root.rglob(".*.tmp") if ".dvc" not in p.parts]
-    assert "Running stage" not in dvc("repro").stdout
-
-
-def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipeline):
-    """A notebook run by hand (papermill -p, or `biaslab run --set`) with the values params.yaml holds writes the
-    same tables as `dvc repro`; an override changes them, and the stage is then stale for DVC. The stage draws a
-    seeded sample (BBQ training pairs; n_pairs as the tiny parameters set it) and loads no model, so its four runs
-    here cost seconds (ragfair_seat, used before, took ≈ 10 s a run; its seeded permutation test is rerun
-    byte-identically by the forced-rerun test)."""
-    root, dvc, _, _ = pipeline
-    table = root / "data/processed/ragfair/pairs.parquet"
-    before, n_before = table.read_bytes(), len(pd.read_parquet(table))
-    n_pairs = yaml.safe_load((root / "params.yaml").read_text())["ragfair"]["pairs"]["n_pairs"]  # the tiny value
-    half = n_pairs // 2
-    env = tool_env(root, set_root=True, PYTHONHASHSEED="42")
-    nb = subprocess.run([str(Path(sys.executable).parent / "jupytext"), "--to", "ipynb", "--output", "-",
-                         "notebooks/ragfair/04_pairs.py"], cwd=root, env=env, capture_output=True, check=True)
-    run = subprocess.run([str(Path(sys.executable).parent / "papermill"), "-", str(root.parent / "pm.ipynb"), "-k",
-                          "python3", "-l", "python", "-p", "n_pairs", str(n_pairs)], input=nb.stdout, cwd=root, env=env,
-                         capture_output=True, timeout=600)
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
-    assert table.read_bytes() == before  # the same value as params.yaml: the same table
-    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_pairs", "--set", f"n_pairs={n_pairs}",
-                           "--out", str(root.parent / "run.ipynb")], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert table.read_bytes() == before
-    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_pairs", "--set", f"n_pairs={half}",
-                           "--out", str(root.parent / "run.ipynb")], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert len(pd.read_parquet(table)) < n_before  # the override reached the sample (stratified: about half)
-    assert "ragfair_pairs" in dvc("status").stdout
-    dvc("repro", "ragfair_pairs")
-    assert table.read_bytes() == before
-    assert "Running stage" not in dvc("repro").stdout  # the same bytes again: the training downstream stays current
-
-
-@contextlib.contextmanager
-def edited_params(root: Path, old: str, new: str):
-    """params.yaml with one text replacement, restored afterwards whatever happens."""
-    path = root / "params.yaml"
-    good = path.read_text()
-    assert old in good, f"{old!r} not in params.yaml"
-    path.write_text(good.replace(old, new))
-    try:
-        yield
-    finally:
-        path.write_text(good)
-
-
-@contextlib.contextmanager
-def outputs_kept(root: Path, dvc, stage: str):
-    """A failed `dvc repro` removes the stage's outputs before its command runs (and report outputs are not in
-    DVC's cache): put the first run's bytes back afterwards, so later tests (the report's links) see the pipeline
-    that run left, and check that DVC calls the stage current again."""
-    kept = read_tree(root, *stage_decl.outs(stage, root))
-    try:
-        yield
-    finally:
-        for rel, data in kept.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(data)
-    assert stage not in dvc("status", stage).stdout
-
-
-def test_invalid_params_fail_clearly_without_partial_outputs(pipeline):
-    root, dvc, _, _ = pipeline
-    with outputs_kept(root, dvc, "ragfair_seat"):
-        with edited_params(root, "n_samples: 2000", "n_samples: lots"):
-            proc = dvc("repro", "ragfair_seat", check=False)
-            assert proc.returncode != 0
-            assert "ragfair.seat.n_samples" in proc.stderr + proc.stdout
-        with edited_params(root, "  alpha: 0.05", "  alpha: 0.05\n    alhpa: 0.1"):
-            proc = dvc("repro", "ragfair_seat", check=False)
-            assert proc.returncode != 0 and "ragfair.seat.alhpa: unknown key" in proc.stderr + proc.stdout
-        assert not any(root.rglob("*.tmp"))
-
-
-def test_unavailable_model_fails_before_work_naming_the_fix(pipeline):
-    root, dvc, _, _ = pipeline
-    with outputs_kept(root, dvc, "ragfair_seat"), edited_params(root, "model: minilm", "model: msmarco-roberta-base-v2"):
-        proc = dvc("repro", "ragfair_seat", check=False)
-        out = proc.stderr + proc.stdout
-        assert proc.returncode != 0
-        assert "msmarco-roberta-base-v2" in out and "models.local_dirs" in out
-        assert not (root / "reports/ragfair/seat/seat_results.csv").exists()
-
-
-def test_missing_data_names_the_fetch_step(pipeline):
-    root, _, _, _ = pipeline
-    env = tool_env(root, set_root=True)
-    moved = root / "data/raw/seat.away"
-    (root / "data/raw/seat").rename(moved)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "biaslab.run", "ragfair_seat",
-                               "--out", str(root.parent / "x.ipynb")], cwd=root, env=env, capture_output=True,
-                              text=True, timeout=600)
-        assert proc.returncode == 1
-        assert "data set 'seat' not found" in proc.stderr and "biaslab fetch seat" in proc.stderr
-        assert not (root.parent / "x.ipynb").exists()
-    finally:
-        moved.rename(root / "data/raw/seat")
 
 
 def test_nothing_reached_the_network(pipeline):
