@@ -35,8 +35,9 @@ METHODS = {"ce": SimpleNamespace(mode="ce"), "two_stage": SimpleNamespace(mode="
 
 def _judge(p, methods=METHODS, rounds=200):
     """The claims of ``p`` through finalize, gated by its competence table, by claim."""
-    comp = findings.competence(p, {"t": 1}, degenerate_share=0.99, level=0.95, rounds=rounds, seed=0)
-    pending = findings.claims(p, methods, f1_bound=0.05, rounds=rounds, seed=0)
+    sets = findings.settings(p)
+    comp = findings.competence(sets, {"t": 1}, degenerate_share=0.99, level=0.95, rounds=rounds, seed=0)
+    pending = findings.claims(sets, methods, f1_bound=0.05, rounds=rounds, seed=0)
     return {c.claim: c for c in cl.finalize(pending, level=0.95, competence_table=comp)}, comp
 
 
@@ -62,11 +63,11 @@ def test_claims_call_the_fairer_setting_fairer():
 def test_the_interval_holds_both_the_test_rows_and_the_seeds():
     """contrast: one seed → the row bootstrap alone; seeds that disagree widen it; identical settings → 0 ± 0."""
     p = preds()
-    sets = findings._settings(p)
+    sets = findings.settings(p)
     fair, unfair = sets[("t", "two_stage", 5.0)], sets[("t", "two_stage", 0.0)]
     both = findings.contrast([(fair, 1), (unfair, -1)], "eo_gap", rounds=300, seed=0)
-    rows_only = findings.contrast([(findings._settings(p[p["seed"] == 0])[("t", "two_stage", 5.0)], 1),
-                                   (findings._settings(p[p["seed"] == 0])[("t", "two_stage", 0.0)], -1)],
+    rows_only = findings.contrast([(findings.settings(p[p["seed"] == 0])[("t", "two_stage", 5.0)], 1),
+                                   (findings.settings(p[p["seed"] == 0])[("t", "two_stage", 0.0)], -1)],
                                   "eo_gap", rounds=300, seed=0)
     assert 5 <= both.n <= 600 and "Welch–Satterthwaite: 5 seeds, 600 test rows" in both.unit  # df between k − 1 and n − 1
     assert rows_only.n == 600 and rows_only.unit == "test rows (bootstrap)"
@@ -123,11 +124,29 @@ def test_leakage_checks_see_a_group_direction_removed():
         leaky = base.copy()
         leaky[:, 0] += 3 * test["a"].to_numpy()
         feats[s] = {"t|two_stage|0.0": leaky, "t|two_stage|5.0": base}
-    rows = findings.leakage_checks(feats, {"t": test}, {"two_stage": SimpleNamespace(mode="contrastive",
-                                                                                    grid=[0.0, 5.0])},
-                                   folds=3, seed=0)
+    leakage = findings.Leakage(feats, {"t": test}, folds=3, seed=0)
+    rows = findings.leakage_checks(leakage, {"two_stage": SimpleNamespace(mode="contrastive", grid=[0.0, 5.0])})
     (c,) = cl.finalize(rows, level=0.95)
     assert c.kind == "check" and c.our_value < -0.2 and c.verdict == "reproduced"
+    # each (seed, setting) probed once: the embedding figure reads the same values
+    assert leakage(0, "t|two_stage|0.0") == findings.group_leakage(feats[0]["t|two_stage|0.0"], test["a"].to_numpy(),
+                                                                   test["y"].to_numpy(), folds=3, seed=0)
+    assert len(leakage._memo) == 6
+
+
+def test_a_runs_outcome_is_its_result_row_and_its_prediction_rows():
+    from biaslab.cscl import experiment
+
+    test = pd.DataFrame({"y": [0, 1, 1, 0], "a": [1, 0, 1, 0], "text": list("abcd")})
+    res = {"scores": {"f1": 0.5, "macro_f1": 0.4, "accuracy": 0.6, "tpr_gap": 0.1, "fpr_gap": 0.2, "eo_gap": 0.3,
+                      "n": 4, "rates": None}, "pred": np.array([1, 1, 1, 0])}
+    row, pred = experiment.outcome(res, test, {"task": "t", "method": "ce", "mode": "ce", "value": None, "seed": 2},
+                                   epochs_run=3)
+    assert list(row) == ["task", "method", "mode", "value", "seed", "f1", "macro_f1", "accuracy", "tpr_gap",
+                         "fpr_gap", "eo_gap", "n", "top_pred_share", "epochs_run"]
+    assert row["top_pred_share"] == 0.75 and row["epochs_run"] == 3
+    assert list(pred.columns) == ["y", "a", "task", "method", "value", "seed", "row", "pred"]  # mode: the method's
+    assert pred["pred"].tolist() == [1, 1, 1, 0] and pred["row"].tolist() == [0, 1, 2, 3]
 
 
 def test_fast_f1_equals_sklearn():

@@ -21,11 +21,8 @@
 # encoder's depth only the top layers train, on the frozen states the data stage saved.
 
 # %%
-import pandas as pd
-
 from biaslab import config, models
 from biaslab.cscl import experiment
-from biaslab.cscl import train as ct
 from biaslab.io import write_csv, write_parquet
 from biaslab.paths import repo_root
 
@@ -60,49 +57,12 @@ run_seed = int(run_seed)
 C = P.cscl
 ROOT = repo_root()
 DATA = ROOT / "data/processed/cscl"
-TASKS = DATA / "tasks"
 M = models.preflight([C.backbone], P.models)
-order = list(C.methods)
-if any(m.mode == "inlp" for m in C.methods.values()):
-    ce = [n for n in order if C.methods[n].mode == "ce"]
-    if not ce:
-        raise ValueError("cscl.methods: INLP starts from a CE encoder; add a method with mode: ce")
-    order = ce + [n for n in order if n not in ce]  # the CE encoder first, so INLP can reuse it
 
 # %%
-results, predictions, features = [], [], {}
-for task in C.tasks:
-    rows = pd.read_parquet(TASKS / task / "rows.parquet")
-    views = pd.read_parquet(TASKS / task / "views.parquet").set_index("text")["views"]
-    bank = ct.StateBank.load(TASKS / task / "states.npz")
-    if bank.n_frozen != ct.frozen_count(M[C.backbone], C.train.trainable_layers):
-        raise ValueError(f"{TASKS / task / 'states.npz'} holds {bank.n_frozen} frozen layers, cscl.train."
-                         "trainable_layers asks for another number: rerun the cscl_data stage")
-    test = rows[rows["split"] == "test"].reset_index(drop=True)
-    ce_features = None
-    for name in order:
-        method = C.methods[name]
-        if method.mode == "inlp":  # one INLP run serves every value of the grid
-            inlp = experiment.run_inlp(method, rows, ce_features, train=C.train, seed=run_seed)
-        for value in ([None] if method.mode == "ce" else method.grid):
-            if method.mode == "inlp":
-                res = inlp[value]
-            else:
-                res = experiment.run_method(method, value, rows, views, bank=bank, encoder_dir=M[C.backbone],
-                                            train=C.train, seed=run_seed, device=P.common.device)
-                if method.mode == "ce":
-                    ce_features = res["features"]
-            s = res["scores"]
-            results.append({"task": task, "method": name, "mode": method.mode, "value": value, "seed": run_seed,
-                            **{k: s[k] for k in ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "n")},
-                            "top_pred_share": experiment.top_prediction_share(res["pred"])})
-            predictions.append(test[["y", "a"]].assign(task=task, method=name, value=value, seed=run_seed,
-                                                       row=range(len(test)), pred=res["pred"]))
-            features[f"{task}|{name}|{value}"] = res["test_features"].astype("float32")
-            print(f"{task} {name} {value}: F1 {s['f1']:.3f}, ΔEO {s['eo_gap']:.3f}")
-
-table = pd.DataFrame(results)
+table, predictions, features = experiment.run_seed(C.methods, C.tasks, DATA / "tasks", encoder_dir=M[C.backbone],
+                                                   train=C.train, seed=run_seed, device=P.common.device)
 write_csv(ROOT / f"reports/cscl/train/seed{run_seed}.csv", table)
-write_parquet(DATA / "predictions" / f"seed{run_seed}.parquet", pd.concat(predictions, ignore_index=True), index=False)
+write_parquet(DATA / "predictions" / f"seed{run_seed}.parquet", predictions, index=False)
 experiment.save_features(DATA / "features" / f"seed{run_seed}.npz", features)  # test-set features per setting (embedding plots)
 table

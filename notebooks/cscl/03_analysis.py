@@ -104,9 +104,10 @@ sens_table
 # %%
 tests, majority = findings.task_inputs(ROOT / "data/processed/cscl/tasks", C.tasks)
 features = {s: experiment.load_features(ROOT / f"data/processed/cscl/features/seed{s}.npz") for s in C.seeds}
-claim_rows, competence = findings.paper_claims(preds, sens, features, tests, majority, C.methods, C.claims,
-                                               task=S.task, default=default, folds=C.embedding_plot.probe_folds,
-                                               level=U.confidence, rounds=U.rounds, seed=P.common.seed)
+leakage = findings.Leakage(features, tests, folds=C.embedding_plot.probe_folds, seed=P.common.seed)
+claim_rows, competence = findings.paper_claims(preds, sens, leakage, majority, C.methods, C.claims, task=S.task,
+                                               default=default, level=U.confidence, rounds=U.rounds,
+                                               seed=P.common.seed)
 write_csv(OUT / "competence.csv", competence)
 claims = cl.write(OUT / "claims.csv", claim_rows)
 write_json(OUT / "metrics.json", {"summary": summary.to_dict("records"), "claims": cl.summary(claims)})
@@ -122,16 +123,16 @@ cl.markdown(claims)
 
 # %%
 E = C.embedding_plot
-first = features[C.seeds[0]]
+first = C.seeds[0]
 leakage_rows = []
 for task in C.tasks:
     test = tests[task]
-    panels = []
+    keys = {}
     for name in E.panels:
         values = [None] if C.methods[name].mode == "ce" else sorted({min(C.methods[name].grid), max(C.methods[name].grid)})
-        panels += [(name if v is None else f"{name} λ={v:g}", first[f"{task}|{name}|{v}"]) for v in values]
-    leak = {label: findings.group_leakage(f, test["a"].to_numpy(), test["y"].to_numpy(), folds=E.probe_folds,
-                                          seed=P.common.seed) for label, f in panels}
+        keys |= {name if v is None else f"{name} λ={v:g}": f"{task}|{name}|{v}" for v in values}
+    panels = [(label, features[first][key]) for label, key in keys.items()]
+    leak = {label: leakage(first, key) for label, key in keys.items()}
     leakage_rows += [{"task": task, "setting": k, "group_read_over_chance": v} for k, v in leak.items()]
     fig = findings.embedding_figure(panels, test, task, perplexity=E.perplexity, seed=P.common.seed, leakage=leak)
     save_figure(fig, OUT / f"fig_embeddings_{task}.png")

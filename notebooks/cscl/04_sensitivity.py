@@ -121,14 +121,12 @@ for seed in S.seed_subset:
         for lam in S.lambdas:
             res = experiment.run_method(m, lam, rows, v, bank=b, encoder_dir=M[C.backbone], train=t, seed=seed,
                                         device=P.common.device)
-            s = res["scores"]
-            results.append({"task": S.task, "method": S.method, "variant": label, "value": lam, "seed": seed,
-                            **{k: s[k] for k in ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "n")},
-                            "top_pred_share": experiment.top_prediction_share(res["pred"]),
-                            "epochs_run": res["log"]["epochs_run"]})
-            predictions.append(test[["y", "a"]].assign(task=S.task, method=S.method, variant=label, value=lam,
-                                                       seed=seed, row=range(len(test)), pred=res["pred"]))
-            print(f"{label} λ={lam:g} seed {seed}: F1 {s['f1']:.3f}, ΔEO {s['eo_gap']:.3f}")
+            row, pred = experiment.outcome(res, test, {"task": S.task, "method": S.method, "variant": label,
+                                                       "value": lam, "seed": seed},
+                                           epochs_run=res["log"]["epochs_run"])
+            results.append(row)
+            predictions.append(pred)
+            print(f"{label} λ={lam:g} seed {seed}: F1 {row['f1']:.3f}, ΔEO {row['eo_gap']:.3f}")
 
 table = pd.DataFrame(results)
 write_csv(ROOT / "reports/cscl/train/sensitivity.csv", table)

@@ -1,6 +1,7 @@
 """One cscl run = one method × one trade-off value × one seed on one task (§4.2, App. B.2): train, predict the
-test split, score it (:func:`biaslab.metrics.fairness.equalized_odds_gaps`). Notebooks call :func:`run_method`;
-everything it needs arrives as arguments."""
+test split, score it (:func:`biaslab.metrics.fairness.equalized_odds_gaps`). A train stage calls :func:`run_seed`
+(every task and setting of one seed), the sensitivity stage :func:`run_method` and :func:`outcome`; everything
+they need arrives as arguments."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pandas as pd
 from ..metrics.fairness import equalized_odds_gaps
 from . import train as ct
 from .inlp import debiasing_projections
+
+SCORES = ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "n")
 
 
 def objective(method, value: float | None) -> ct.Objective:
@@ -82,6 +85,69 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     return out
 
 
+def top_prediction_share(pred: np.ndarray) -> float:
+    """Share of rows given the most frequent predicted class (1.0 = a constant classifier)."""
+    return float(np.unique(pred, return_counts=True)[1].max() / len(pred)) if len(pred) else float("nan")
+
+
+def outcome(res: dict, test: pd.DataFrame, keys: Mapping, **extra) -> tuple[dict, pd.DataFrame]:
+    """One run's result row — ``keys`` (task, method, …, value, seed), its scores, ``top_pred_share`` and ``extra``
+    — and its test predictions: the rows' ``y`` and ``a``, ``keys`` (less ``mode``, a property of the method), the
+    row number and the prediction."""
+    s = res["scores"]
+    row = {**keys, **{k: s[k] for k in SCORES}, "top_pred_share": top_prediction_share(res["pred"]), **extra}
+    pred = test[["y", "a"]].assign(**{k: v for k, v in keys.items() if k != "mode"}, row=range(len(test)),
+                                   pred=res["pred"])
+    return row, pred
+
+
+def run_seed(methods: Mapping, tasks: Sequence[str], tasks_dir, *, encoder_dir, train, seed: int,
+             device: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, np.ndarray]]:
+    """Every task × method × grid value of one seed (§4.2; a ``cscl_train@SEED`` stage): the result table (one row
+    per setting, :func:`outcome`), the test predictions, and the test features by ``task|method|value``.
+    ``methods``: the ``cscl.methods`` section, CE first when an INLP method needs its encoder's features;
+    ``tasks_dir``: the cscl_data stage's folder (``TASK/rows.parquet``, ``views.parquet``, ``states.npz``);
+    ``train``: the ``cscl.train`` section."""
+    from pathlib import Path
+
+    order = list(methods)
+    if any(m.mode == "inlp" for m in methods.values()):
+        ce = [n for n in order if methods[n].mode == "ce"]
+        if not ce:
+            raise ValueError("cscl.methods: INLP starts from a CE encoder; add a method with mode: ce")
+        order = ce + [n for n in order if n not in ce]  # the CE encoder first, so INLP can reuse it
+    results, predictions, features = [], [], {}
+    for task in tasks:
+        folder = Path(tasks_dir) / task
+        rows = pd.read_parquet(folder / "rows.parquet")
+        views = pd.read_parquet(folder / "views.parquet").set_index("text")["views"]
+        bank = ct.StateBank.load(folder / "states.npz")
+        if bank.n_frozen != ct.frozen_count(encoder_dir, train.trainable_layers):
+            raise ValueError(f"{folder / 'states.npz'} holds {bank.n_frozen} frozen layers, cscl.train."
+                             "trainable_layers asks for another number: rerun the cscl_data stage")
+        test = rows[rows["split"] == "test"].reset_index(drop=True)
+        ce_features = None
+        for name in order:
+            method = methods[name]
+            if method.mode == "inlp":  # one INLP run serves every value of the grid
+                inlp = run_inlp(method, rows, ce_features, train=train, seed=seed)
+            for value in ([None] if method.mode == "ce" else method.grid):
+                if method.mode == "inlp":
+                    res = inlp[value]
+                else:
+                    res = run_method(method, value, rows, views, bank=bank, encoder_dir=encoder_dir, train=train,
+                                     seed=seed, device=device)
+                    if method.mode == "ce":
+                        ce_features = res["features"]
+                row, pred = outcome(res, test, {"task": task, "method": name, "mode": method.mode, "value": value,
+                                                "seed": seed})
+                results.append(row)
+                predictions.append(pred)
+                features[f"{task}|{name}|{value}"] = res["test_features"].astype("float32")
+                print(f"{task} {name} {value}: F1 {row['f1']:.3f}, ΔEO {row['eo_gap']:.3f}")
+    return pd.DataFrame(results), pd.concat(predictions, ignore_index=True), features
+
+
 def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train, seed: int) -> dict[float, dict]:
     """INLP (§4.2) on a CE encoder's features, for every value of the method's grid (``method.grid``: iteration
     counts, e.g. {20, 50}): the debiasing projections learnt on train (dev accuracy on val), then per value the MLP
@@ -122,11 +188,6 @@ def save_features(path, features: Mapping[str, np.ndarray]) -> None:
 def load_features(path) -> dict[str, np.ndarray]:
     with np.load(path) as z:
         return {k: z[k] for k in z.files}
-
-
-def top_prediction_share(pred: np.ndarray) -> float:
-    """Share of rows given the most frequent predicted class (1.0 = a constant classifier)."""
-    return float(np.unique(pred, return_counts=True)[1].max() / len(pred)) if len(pred) else float("nan")
 
 
 def sensitivity_variants(method, train, *, temperatures: Sequence[float], batch_sizes: Sequence[int],

@@ -11,9 +11,9 @@ trade-off value compared with λ = 0 is the grid's largest — fixed in advance,
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from .. import competence as comp
 from .. import stats
 from ..claims import NAN
 from ..metrics.fairness import eo_gaps
+from .experiment import top_prediction_share
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -53,6 +54,14 @@ def fast_f1(y: np.ndarray, p: np.ndarray, *, pos_label=None) -> float:
     return float(f1.mean())
 
 
+@lru_cache(maxsize=4)
+def _resamples(n: int, rounds: int, seed: int) -> np.ndarray:
+    """The bootstrap's row resamples, drawn once for every setting and claim that share (n, rounds, seed)."""
+    out = stats.resample_indices(n, rounds, seed)
+    out.flags.writeable = False
+    return out
+
+
 class _Setting:
     """One (task, method, value)'s test predictions, one column per seed, rows in test order."""
 
@@ -64,7 +73,7 @@ class _Setting:
         self.binary = len(classes) <= 2
         self.classes = classes[-1:] if self.binary else classes  # fixed on all rows, as equalized_odds_gaps does
         self.names, self.gidx = np.unique(self.a, return_inverse=True)
-        self._memo: dict[tuple[str, bytes], np.ndarray] = {}
+        self._draws: dict[tuple[str, int, int], np.ndarray] = {}
 
     def constant_share(self) -> float:
         """The smallest, over seeds, share of test rows given the seed's most frequent prediction (1.0 = every seed
@@ -73,7 +82,7 @@ class _Setting:
 
     def top_shares(self) -> list[float]:
         """Per seed, the share of test rows given the seed's most frequent prediction."""
-        return [float(np.unique(col, return_counts=True)[1].max() / len(col)) for col in self.pred.T]
+        return [top_prediction_share(col) for col in self.pred.T]
 
     def majority(self, label: int) -> _Setting:
         """The majority-class classifier on the same rows: ``label`` for every row, in one seed."""
@@ -84,15 +93,16 @@ class _Setting:
         """``eo_gap``, ``f1`` or ``macro_f1`` on rows ``ix``, averaged over seeds."""
         return float(np.mean(self.per_seed(name, ix)))
 
-    def per_seed(self, name: str, ix: np.ndarray) -> np.ndarray:
-        """The metric of every seed on rows ``ix``. Memoised per (metric, rows): every claim resamples the same rows
-        (one bootstrap seed), and a setting takes part in several claims."""
-        key = (name, hashlib.blake2b(np.ascontiguousarray(ix).tobytes(), digest_size=16).digest())
-        if key not in self._memo:
-            self._memo[key] = self._per_seed(name, ix)
-        return self._memo[key]
+    def draws(self, name: str, rounds: int, seed: int) -> np.ndarray:
+        """:meth:`metric` on each of the bootstrap's shared row resamples (:func:`_resamples`), computed once: a
+        setting takes part in several claims."""
+        key = (name, rounds, seed)
+        if key not in self._draws:
+            self._draws[key] = np.array([self.metric(name, ix) for ix in _resamples(len(self.y), rounds, seed)])
+        return self._draws[key]
 
-    def _per_seed(self, name: str, ix: np.ndarray) -> np.ndarray:
+    def per_seed(self, name: str, ix: np.ndarray) -> np.ndarray:
+        """The metric of every seed on rows ``ix``."""
         values = []
         y, g = self.y[ix], self.gidx[ix]
         for s in range(self.pred.shape[1]):
@@ -109,7 +119,8 @@ class _Setting:
         return np.asarray(values)
 
 
-def _settings(preds: pd.DataFrame) -> dict[tuple, _Setting]:
+def settings(preds: pd.DataFrame) -> dict[tuple, _Setting]:
+    """Every (task, method, value)'s predictions as a setting (value −1 for a method without one, as CE)."""
     key = preds["value"].fillna(-1)
     return {(t, m, v): _Setting(g) for (t, m, v), g in preds.assign(value=key).groupby(["task", "method", "value"])}
 
@@ -149,8 +160,7 @@ def contrast(terms: list[tuple[_Setting, float]], metric: str, *, rounds: int, s
     k = max(len(v) for v in per_seed)
     seedwise = sum(c * (v if len(v) == k else np.full(k, v.mean())) for (_, c), v in zip(terms, per_seed, strict=True))
     value = float(np.mean(seedwise))
-    draws = np.array([sum(c * s.metric(metric, ix) for s, c in terms)
-                      for ix in stats.resample_indices(n, rounds, seed)])
+    draws = sum(c * s.draws(metric, rounds, seed) for s, c in terms)
     draws = draws[np.isfinite(draws)]
     rows = float(draws.var(ddof=1)) if len(draws) > 1 else NAN
     if k == 1:
@@ -174,16 +184,17 @@ def checks_of(key: tuple) -> tuple[str, str]:
     return (f"{task}: {_label(key)} predicts more than one class", f"{task}: {_label(key)} beats the majority class")
 
 
-def competence(preds: pd.DataFrame, majority: Mapping[str, int], *, degenerate_share: float, level: float,
-               rounds: int, seed: int) -> pd.DataFrame:
-    """cscl's competence table (``reports/cscl/results/competence.csv``), two rows per (task, method, value):
+def competence(sets: Mapping[tuple, _Setting], majority: Mapping[str, int], *, degenerate_share: float,
+               level: float, rounds: int, seed: int) -> pd.DataFrame:
+    """cscl's competence table (``reports/cscl/results/competence.csv``), two rows per setting of ``sets``
+    (:func:`settings`):
 
     * it predicts more than one class — the largest share of test rows one seed gives one class stays below
       ``degenerate_share`` (a constant classifier's ΔEO is 0 by construction, not by fairness);
     * it beats the majority-class classifier (``majority``: task → the training split's most frequent label) on
       macro-F1, the interval of the difference (:func:`contrast`) above 0."""
     rows = []
-    for key, s in _settings(preds).items():
+    for key, s in sets.items():
         not_constant, beats = checks_of(key)
         rows.append(comp.at_most(not_constant, "largest share of test rows one seed gives one class",
                                  max(s.top_shares()), floor=degenerate_share))
@@ -196,9 +207,10 @@ def competence(preds: pd.DataFrame, majority: Mapping[str, int], *, degenerate_s
 NO_SIZE = "the paper shows this in a figure and gives no number"
 
 
-def claims(preds: pd.DataFrame, methods: Mapping, *, f1_bound: float, rounds: int, seed: int) -> list[cl.Pending]:
-    """The paper's §4.2 claims, per task, before :func:`biaslab.claims.finalize` judges them. ``preds``: every seed's
-    test predictions (task, method, value, seed, row, y, a, pred); ``methods``: the ``cscl.methods`` section
+def claims(sets: Mapping[tuple, _Setting], methods: Mapping, *, f1_bound: float, rounds: int,
+           seed: int) -> list[cl.Pending]:
+    """The paper's §4.2 claims, per task, before :func:`biaslab.claims.finalize` judges them. ``sets``: every seed's
+    test predictions as settings (:func:`settings`); ``methods``: the ``cscl.methods`` section
     (names → mode). The paper gives its effects only in figures, so no claim has a paper effect: a verdict says
     whether the sign holds.
 
@@ -207,7 +219,6 @@ def claims(preds: pd.DataFrame, methods: Mapping, *, f1_bound: float, rounds: in
     two-stage F1 minus one-stage F1 above −``f1_bound``). RQ2 (Fig. 3): CL at its largest λ has a lower ΔEO than CE
     and than each adversarial baseline at its largest λ_adv. Each claim requires the competence checks
     (:func:`competence`) of the settings it compares."""
-    sets = _settings(preds)
     by_mode = {mode: [n for n, m in methods.items() if m.mode == mode] for mode in
                ("ce", "contrastive", "one_stage", "adversarial", "inlp")}
     out: list[cl.Pending] = []
@@ -269,22 +280,36 @@ def claims(preds: pd.DataFrame, methods: Mapping, *, f1_bound: float, rounds: in
     return out
 
 
-def leakage_checks(features: Mapping[int, Mapping[str, np.ndarray]], tests: Mapping[str, pd.DataFrame],
-                   methods: Mapping, *, folds: int, seed: int) -> list[cl.Pending]:
+class Leakage:
+    """:func:`group_leakage` of the stage's test features, computed once per (seed, setting) and read by the checks
+    and the embedding figure alike. ``features``: seed → the stage's test features (keys ``task|method|value``);
+    ``tests``: task → its test rows (``y``, ``a``) in feature order."""
+
+    def __init__(self, features: Mapping[int, Mapping[str, np.ndarray]], tests: Mapping[str, pd.DataFrame], *,
+                 folds: int, seed: int):
+        self.features, self.tests, self.folds, self.seed = features, tests, folds, seed
+        self._memo: dict[tuple[int, str], float] = {}
+
+    def __call__(self, seed: int, key: str) -> float:
+        if (seed, key) not in self._memo:
+            test = self.tests[key.split("|")[0]]
+            self._memo[seed, key] = group_leakage(self.features[seed][key], test["a"].to_numpy(), test["y"].to_numpy(),
+                                                  folds=self.folds, seed=self.seed)
+        return self._memo[seed, key]
+
+
+def leakage_checks(leakage: Leakage, methods: Mapping) -> list[cl.Pending]:
     """The mitigation acts (a ``check``, never a reproduction): for every CL method and task, CS-InfoNCE at the
     largest λ lowers how much of the protected group a linear probe reads from the test features within each class
-    (:func:`group_leakage`), against λ = 0 — paired over seeds. ``features``: seed → the stage's test features
-    (keys ``task|method|value``); ``tests``: task → its test rows (``y``, ``a``) in feature order."""
+    (:class:`Leakage`), against λ = 0 — paired over seeds."""
     out = []
-    for task, test in tests.items():
+    for task in leakage.tests:
         for name, m in methods.items():
             if m.mode not in ("contrastive", "one_stage") or not m.grid or max(m.grid) == 0 or 0 not in m.grid:
                 continue
             top, zero = max(m.grid), next(v for v in m.grid if v == 0)  # the keys as the train stage wrote them
-            diffs = [group_leakage(f[f"{task}|{name}|{top}"], test["a"].to_numpy(), test["y"].to_numpy(),
-                                   folds=folds, seed=seed)
-                     - group_leakage(f[f"{task}|{name}|{zero}"], test["a"].to_numpy(), test["y"].to_numpy(),
-                                     folds=folds, seed=seed) for f in features.values()]
+            diffs = [leakage(s, f"{task}|{name}|{top}") - leakage(s, f"{task}|{name}|{zero}")
+                     for s in leakage.features]
             out.append(cl.effect(f"{task}: {name}'s CS-InfoNCE (λ = {top:g}) lowers the group read within class "
                                  "from the test features vs λ = 0", "§3.2, App. C.2 (Fig. 10)",
                                  "representations closer to Z ⊥ A | Y", cl.Evidence.of(diffs, "seeds"), direction=-1,
@@ -292,17 +317,18 @@ def leakage_checks(features: Mapping[int, Mapping[str, np.ndarray]], tests: Mapp
     return out
 
 
-def paper_claims(preds: pd.DataFrame, sens: pd.DataFrame, features, tests, majority: Mapping[str, int],
-                 methods: Mapping, C, *, task: str, default: str, folds: int, level: float, rounds: int,
+def paper_claims(preds: pd.DataFrame, sens: pd.DataFrame, leakage: Leakage, majority: Mapping[str, int],
+                 methods: Mapping, C, *, task: str, default: str, level: float, rounds: int,
                  seed: int) -> tuple[list[cl.Claim], pd.DataFrame]:
     """(claims table rows, competence table): what cscl_analysis writes. ``methods``: ``cscl.methods``; ``C``:
     ``cscl.claims``; ``sens`` (:func:`sensitivity_frame`), ``task`` and ``default``: the sensitivity study's;
-    ``features`` / ``tests`` / ``folds``: as :func:`leakage_checks`; ``majority``: as :func:`competence`."""
-    comp_table = competence(pd.concat([preds, _sens_as_settings(sens, task, default)], ignore_index=True), majority,
-                            degenerate_share=C.degenerate_share, level=level, rounds=rounds, seed=seed)
-    pending = (claims(preds, methods, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
+    ``majority``: as :func:`competence`."""
+    sets = settings(pd.concat([preds, _sens_as_settings(sens, task, default)], ignore_index=True))
+    comp_table = competence(sets, majority, degenerate_share=C.degenerate_share, level=level, rounds=rounds,
+                            seed=seed)
+    pending = (claims(sets, methods, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
                + sensitivity_claims(sens, task=task, default=default, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
-               + leakage_checks(features, tests, methods, folds=folds, seed=seed))
+               + leakage_checks(leakage, methods))
     return cl.finalize(pending, level=level, competence_table=comp_table), comp_table
 
 
