@@ -104,6 +104,9 @@ def test_k_is_chosen_on_validation_paragraphs_only():
     assert evaluate.select_k(tie)[0] == 1  # ties go to the smaller k
     with pytest.raises(ValueError, match="intersect.splits.validation"):
         evaluate.select_k(val.iloc[:0])
+    # intersect.evaluate.k: a number is used as it is, "validation" takes the validation choice
+    assert evaluate.evaluation_depth(5, val)[::2] == (5, "fixed")
+    assert evaluate.evaluation_depth("validation", val)[::2] == (1, "validation")
 
 
 def test_frozen_base_stands_in_cross_domain_with_its_own_scores():

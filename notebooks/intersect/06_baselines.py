@@ -31,7 +31,6 @@ import pandas as pd
 
 from biaslab import config, models
 from biaslab.intersect import baselines as bl
-from biaslab.intersect.paragraphs import canonical
 from biaslab.io import write_csv, write_parquet
 from biaslab.llm import GenParams, make
 from biaslab.paths import repo_root
@@ -79,29 +78,9 @@ seed_everything(P.common.seed)
 
 
 # %%
-rows, per_paragraph = [], []
-for corpus in ("indic", "western"):
-    paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
-    splits = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/splits.parquet")
-    space = bl.label_space(paragraphs)
-    runs = [(s, "bce", B.backbone) for s in B.subsets] + [(s, "soft_hamming", B.soft_hamming_backbone)
-                                                          for s in B.soft_hamming_subsets]
-    for subset, loss, backbone_name in runs:
-        sp = splits[splits["subset"] == subset].merge(paragraphs[["paragraph_id", "text", "labels"]],
-                                                      on="paragraph_id")
-        train, test = sp[sp["train"]], sp[sp["test_all"]].reset_index(drop=True)
-        clf = bl.MultiLabelClassifier(M[backbone_name], space, loss=loss, tau=B.soft_hamming_tau,
-                                      device=P.common.device, max_length=B.max_length)
-        soft = loss == "soft_hamming"
-        log = clf.fit(train["text"].tolist(), train["labels"].tolist(),
-                      epochs=B.soft_hamming_max_epochs if soft else B.epochs, batch_size=B.batch_size,
-                      learning_rate=B.learning_rate, patience=B.soft_hamming_patience if soft else None,
-                      val_fraction=B.soft_hamming_val_fraction, seed=P.common.seed)
-        name = f"{'Soft-Hamming' if soft else 'BERT-MultiLabel'} ({backbone_name})"
-        preds = clf.predict(test["text"].tolist(), B.threshold)
-        rows += bl.test_scores(name, corpus, subset, test, preds)
-        per_paragraph.append(bl.paragraph_rows(name, corpus, subset, test, preds))
-        print(f"{corpus} {subset} {name}: {log}; {len(set(map(tuple, preds)))} distinct predicted label sets")
+corpora = {c: tuple(pd.read_parquet(ROOT / f"data/processed/intersect/{c}/{f}.parquet") for f in ("paragraphs", "splits"))
+           for c in ("indic", "western")}
+rows, per_paragraph = bl.classifier_grid(B, corpora, M, device=P.common.device, seed=P.common.seed)
 
 # %% [markdown]
 # Zero-shot classification with the Fig. 21 prompt (answers parsed back to labels; anything unparseable counts
@@ -112,22 +91,10 @@ if B.zero_shot_backend != "none" and B.zero_shot_max_paragraphs > 0:
     llm = make(B.zero_shot_backend, model=P.llm.model, model_dir=M.get(P.llm.model), cache=True,
                device=P.common.device, openai_params=P.llm.openai)
     gen = GenParams(max_new_tokens=B.zero_shot_max_new_tokens, temperature=0.0, top_p=1.0, seed=P.common.seed)
-    for corpus in ("indic", "western"):
-        paragraphs = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/paragraphs.parquet")
-        splits = pd.read_parquet(ROOT / f"data/processed/intersect/{corpus}/splits.parquet")
-        space = bl.label_space(paragraphs)
-        cats = sorted({canonical(c) for c in paragraphs["category"] if c != "unbiased"})
-        # one sample per corpus (answers cached), scored on each subset's test sets it falls in
-        pool = splits.loc[splits["subset"].isin(B.subsets) & splits["test_all"], "paragraph_id"].drop_duplicates()
-        picked = pool.sample(min(B.zero_shot_max_paragraphs, len(pool)), random_state=P.common.seed)
-        texts = paragraphs.set_index("paragraph_id").loc[picked, "text"].tolist()
-        answers = dict(zip(picked, bl.zero_shot(llm, gen, texts, cats, space), strict=True))
-        for subset in B.subsets:
-            sp = splits[(splits["subset"] == subset) & splits["paragraph_id"].isin(answers)].merge(
-                paragraphs[["paragraph_id", "labels"]], on="paragraph_id")
-            preds = [answers[i] for i in sp["paragraph_id"]]
-            rows += bl.test_scores(f"Zero-shot LLM ({llm.model})", corpus, subset, sp, preds)
-            per_paragraph.append(bl.paragraph_rows(f"Zero-shot LLM ({llm.model})", corpus, subset, sp, preds))
+    zs_rows, zs_per_paragraph = bl.zero_shot_grid(llm, gen, corpora, subsets=B.subsets,
+                                                  max_paragraphs=B.zero_shot_max_paragraphs, seed=P.common.seed)
+    rows += zs_rows
+    per_paragraph += zs_per_paragraph
 
 baselines = pd.DataFrame(rows)
 write_csv(ROOT / "reports/intersect/results/baselines_long.csv", baselines)

@@ -26,10 +26,8 @@ import seaborn as sns
 
 from biaslab import claims as cl
 from biaslab import config, models
-from biaslab.embed import Encoder
 from biaslab.intersect import evaluate as ev
 from biaslab.intersect import findings
-from biaslab.intersect.triplets import MODEL_NAMES
 from biaslab.io import write_csv, write_json, write_parquet
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
@@ -68,24 +66,13 @@ agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "wei
 ks = sorted(set(E.k_sweep) | ({E.k} if isinstance(E.k, int) else set()))
 
 # %%
-frames, val_frames = [], []
-for run in T.runs:
-    corpus, strategy, subset = run.split("-")
-    enc = Encoder(ROOT / "data/models/intersect" / run, device=P.common.device, batch_size=P.common.batch_size)
-    name = f"BiasRetriever ({MODEL_NAMES[strategy]})"
-    frames.append(ev.paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset, corpora=corpora, ks=ks,
-                                      **agg))
-    val_frames.append(ev.paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset,
-                                          corpora={corpus: corpora[corpus]}, ks=ks, split="val", **agg))
-base = Encoder(M[T.base_model], device=P.common.device, batch_size=P.common.batch_size)
-frames.append(ev.base_scores(base, model=f"S-BERT-Base (frozen {T.base_model})",
-                             runs=[(r.split("-")[0], r.split("-")[2]) for r in T.runs], corpora=corpora, ks=ks, **agg))
-per_paragraph = pd.concat(frames, ignore_index=True)
+per_paragraph, val = ev.score_runs(T.runs, corpora, models_dir=ROOT / "data/models/intersect", base_dir=M[T.base_model],
+                                   base_name=T.base_model, ks=ks, device=P.common.device,
+                                   batch_size=P.common.batch_size, **agg)
 # the retrieval depth: fixed, or the best mean Jaccard of the trained retrievers on their validation paragraphs
-k_best, k_table = ev.select_k(pd.concat(val_frames, ignore_index=True))
-K = E.k if isinstance(E.k, int) else k_best
+K, k_table, k_chosen_on = ev.evaluation_depth(E.k, val)
 write_csv(OUT / "k_selection.csv", k_table)
-print(f"evaluation depth k = {K} ({'fixed' if isinstance(E.k, int) else 'chosen on the validation split'})")
+print(f"evaluation depth k = {K} ({'fixed' if k_chosen_on == 'fixed' else 'chosen on the validation split'})")
 write_parquet(ROOT / "data/processed/intersect/detection_per_paragraph.parquet", per_paragraph, index=False)
 results = ev.aggregate(per_paragraph)
 write_csv(OUT / "detection_long.csv", results)
@@ -111,7 +98,7 @@ claims = cl.write(OUT / "claims.csv", cl.finalize(findings.claims(
 claims
 
 # %%
-metrics = {"k": K, "k_chosen_on": "fixed" if isinstance(E.k, int) else "validation", "aggregation": agg,
+metrics = {"k": K, "k_chosen_on": k_chosen_on, "aggregation": agg,
            "jaccard": ev.headline(summary), "claims": cl.summary(claims)}
 write_json(OUT / "metrics.json", metrics)
 metrics

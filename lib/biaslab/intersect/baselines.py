@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,8 @@ from ..models import new_head_classifier
 from ..runtime import seed_everything, select_device
 from ..train import _deterministic_log_callbacks
 from . import prompts
+from .paragraphs import canonical
+from .splits import TEST_SETS
 
 
 def label_space(paragraphs: pd.DataFrame) -> list[str]:
@@ -163,7 +166,6 @@ def test_scores(model: str, corpus: str, subset: str, rows: pd.DataFrame, preds:
     """In-domain Jaccard / exact match of ``preds`` (one label set per row of ``rows``) on each test set the rows
     flag (``test_seen``, ``test_unseen``, ``test_all``; gold labels in ``labels``): one record per test set."""
     from ..metrics.detection import mean_scores
-    from .evaluate import TEST_SETS
 
     out = []
     for col, name in TEST_SETS.items():
@@ -186,3 +188,62 @@ def paragraph_rows(model: str, corpus: str, subset: str, rows: pd.DataFrame, pre
                          "test_seen": rows["test_seen"].to_numpy(), "test_unseen": rows["test_unseen"].to_numpy(),
                          "jaccard": [jaccard(t, p) for t, p in zip(trues, preds, strict=True)],
                          "exact_match": [exact_match(t, p) for t, p in zip(trues, preds, strict=True)]})
+
+
+def _split_rows(paragraphs: pd.DataFrame, splits: pd.DataFrame, subset: str) -> pd.DataFrame:
+    return splits[splits["subset"] == subset].merge(paragraphs[["paragraph_id", "text", "labels"]], on="paragraph_id")
+
+
+def classifier_grid(B, corpora: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], model_dirs: Mapping[str, Path], *,
+                    device: str, seed: int) -> tuple[list[dict], list[pd.DataFrame]]:
+    """Every classifier baseline of §4.3 / App. A on every corpus: BERT-MultiLabel (BCE, ``B.backbone``) on each
+    subset of ``B.subsets`` and Soft-Hamming (``B.soft_hamming_backbone``, early stopping) on each of
+    ``B.soft_hamming_subsets``, trained on D_train,Ci and scored in-domain on its held-out paragraphs. ``B``: the
+    ``intersect.baselines`` section; ``corpora``: corpus → (paragraphs, splits); ``model_dirs``: model name → its
+    folder. Returns the test-set records (:func:`test_scores`) and the per-paragraph frames
+    (:func:`paragraph_rows`)."""
+    rows, per_paragraph = [], []
+    for corpus, (paragraphs, splits) in corpora.items():
+        space = label_space(paragraphs)
+        runs = [(s, "bce", B.backbone) for s in B.subsets] + [(s, "soft_hamming", B.soft_hamming_backbone)
+                                                              for s in B.soft_hamming_subsets]
+        for subset, loss, backbone_name in runs:
+            sp = _split_rows(paragraphs, splits, subset)
+            train, test = sp[sp["train"]], sp[sp["test_all"]].reset_index(drop=True)
+            clf = MultiLabelClassifier(model_dirs[backbone_name], space, loss=loss, tau=B.soft_hamming_tau,
+                                       device=device, max_length=B.max_length)
+            soft = loss == "soft_hamming"
+            log = clf.fit(train["text"].tolist(), train["labels"].tolist(),
+                          epochs=B.soft_hamming_max_epochs if soft else B.epochs, batch_size=B.batch_size,
+                          learning_rate=B.learning_rate, patience=B.soft_hamming_patience if soft else None,
+                          val_fraction=B.soft_hamming_val_fraction, seed=seed)
+            name = f"{'Soft-Hamming' if soft else 'BERT-MultiLabel'} ({backbone_name})"
+            preds = clf.predict(test["text"].tolist(), B.threshold)
+            rows += test_scores(name, corpus, subset, test, preds)
+            per_paragraph.append(paragraph_rows(name, corpus, subset, test, preds))
+            print(f"{corpus} {subset} {name}: {log}; {len(set(map(tuple, preds)))} distinct predicted label sets")
+    return rows, per_paragraph
+
+
+def zero_shot_grid(llm, gen, corpora: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *, subsets: Sequence[str],
+                   max_paragraphs: int, seed: int) -> tuple[list[dict], list[pd.DataFrame]]:
+    """Zero-shot classification (Fig. 21 prompt) of one sample of at most ``max_paragraphs`` held-out paragraphs
+    per corpus (drawn with ``seed`` from the test paragraphs of ``subsets``; answers cached by the LLM layer),
+    scored on each subset's test sets the sample falls in — records and per-paragraph frames as
+    :func:`classifier_grid`."""
+    rows, per_paragraph = [], []
+    name = f"Zero-shot LLM ({llm.model})"
+    for corpus, (paragraphs, splits) in corpora.items():
+        space = label_space(paragraphs)
+        cats = sorted({canonical(c) for c in paragraphs["category"] if c != "unbiased"})
+        pool = splits.loc[splits["subset"].isin(subsets) & splits["test_all"], "paragraph_id"].drop_duplicates()
+        picked = pool.sample(min(max_paragraphs, len(pool)), random_state=seed)
+        texts = paragraphs.set_index("paragraph_id").loc[picked, "text"].tolist()
+        answers = dict(zip(picked, zero_shot(llm, gen, texts, cats, space), strict=True))
+        for subset in subsets:
+            sp = splits[(splits["subset"] == subset) & splits["paragraph_id"].isin(answers)].merge(
+                paragraphs[["paragraph_id", "labels"]], on="paragraph_id")
+            preds = [answers[i] for i in sp["paragraph_id"]]
+            rows += test_scores(name, corpus, subset, sp, preds)
+            per_paragraph.append(paragraph_rows(name, corpus, subset, sp, preds))
+    return rows, per_paragraph

@@ -11,8 +11,7 @@ import pandas as pd
 
 from ..metrics.detection import exact_match, jaccard
 from .detect import Detector, predictions_over_k
-
-TEST_SETS = {"test_seen": "seen", "test_unseen": "unseen", "test_all": "all"}
+from .splits import TEST_SETS
 
 
 @dataclass
@@ -76,6 +75,40 @@ def base_scores(encoder, *, model: str, runs: Sequence[tuple[str, str]], corpora
                for c, s in runs for b in corpora if b != c and len(scored[(b, s)])]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def score_runs(runs: Sequence[str], corpora: Mapping[str, CorpusData], *, models_dir, base_dir, base_name: str,
+               ks: Sequence[int], device: str, batch_size: int, **agg) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every trained retriever of ``runs`` (``CORPUS-STRATEGY-SUBSET``, its model in ``models_dir / run``) on the
+    test paragraphs of every corpus and on its own corpus's validation paragraphs, then the frozen base
+    (``base_dir``) beside them (:func:`base_scores`). Returns (test rows, validation rows) of
+    :func:`paragraph_scores`; the validation rows choose k (:func:`evaluation_depth`)."""
+    from pathlib import Path
+
+    from ..embed import Encoder
+    from .triplets import MODEL_NAMES
+
+    frames, val_frames = [], []
+    for run in runs:
+        corpus, strategy, subset = run.split("-")
+        enc = Encoder(Path(models_dir) / run, device=device, batch_size=batch_size)
+        name = f"BiasRetriever ({MODEL_NAMES[strategy]})"
+        frames.append(paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset, corpora=corpora, ks=ks,
+                                       **agg))
+        val_frames.append(paragraph_scores(enc, model=name, train_corpus=corpus, subset=subset,
+                                           corpora={corpus: corpora[corpus]}, ks=ks, split="val", **agg))
+    base = Encoder(base_dir, device=device, batch_size=batch_size)
+    frames.append(base_scores(base, model=f"S-BERT-Base (frozen {base_name})",
+                              runs=[(r.split("-")[0], r.split("-")[2]) for r in runs], corpora=corpora, ks=ks, **agg))
+    return pd.concat(frames, ignore_index=True), pd.concat(val_frames, ignore_index=True)
+
+
+def evaluation_depth(k, val_rows: pd.DataFrame) -> tuple[int, pd.DataFrame, str]:
+    """The k every table and claim is read at: ``k`` itself when it is a number (``intersect.evaluate.k``), else the
+    best mean validation Jaccard (:func:`select_k`). Returns (k, the per-k validation table, how it was fixed:
+    ``fixed`` or ``validation``)."""
+    k_best, table = select_k(val_rows)
+    return (k, table, "fixed") if isinstance(k, int) else (k_best, table, "validation")
 
 
 def aggregate(per: pd.DataFrame) -> pd.DataFrame:

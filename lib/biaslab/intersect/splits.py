@@ -23,6 +23,7 @@ from sklearn.model_selection import train_test_split
 from .paragraphs import canonical
 
 SETS = ("train", "val", "test_seen", "test_unseen", "test_all")
+TEST_SETS = {"test_seen": "seen", "test_unseen": "unseen", "test_all": "all"}  # column → the tables' test_set
 
 
 def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], *, seen_train: float,
