@@ -325,12 +325,3 @@ def test_a_checkpoint_that_kept_the_bases_bottom_gets_the_same_vectors_through_i
     load("minilm")
     assert len(card_load._BOTTOMS) == 1  # the base loaded again: its bottoms are kept, not copied
     assert type(load("data/models/ragfair/changed")) is Encoder
-
-
-def test_the_cards_notebook_reaches_the_moved_functions_through_measure():
-    from biaslab.cards import load as card_load
-
-    assert measure.bias_change is changes.bias_change and measure.moved is changes.moved
-    assert measure.load_encoder is card_load.load_encoder and measure.load_probes is card_load.load_probes
-    with pytest.raises(AttributeError):
-        measure.not_a_function  # noqa: B018

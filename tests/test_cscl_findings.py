@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from biaslab import claims as cl
-from biaslab.cscl import findings
+from biaslab.cscl import findings, sensitivity
+from biaslab.cscl import settings as cs
 
 
 def preds(task="t", n=600, seeds=(0, 1, 2, 3, 4)):
@@ -35,7 +36,7 @@ METHODS = {"ce": SimpleNamespace(mode="ce"), "two_stage": SimpleNamespace(mode="
 
 def _judge(p, methods=METHODS, rounds=200):
     """The claims of ``p`` through finalize, gated by its competence table, by claim."""
-    sets = findings.settings(p)
+    sets = cs.settings(p)
     comp = findings.competence(sets, {"t": 1}, degenerate_share=0.99, level=0.95, rounds=rounds, seed=0)
     pending = findings.claims(sets, methods, f1_bound=0.05, rounds=rounds, seed=0)
     return {c.claim: c for c in cl.finalize(pending, level=0.95, competence_table=comp)}, comp
@@ -63,11 +64,11 @@ def test_claims_call_the_fairer_setting_fairer():
 def test_the_interval_holds_both_the_test_rows_and_the_seeds():
     """contrast: one seed → the row bootstrap alone; seeds that disagree widen it; identical settings → 0 ± 0."""
     p = preds()
-    sets = findings.settings(p)
+    sets = cs.settings(p)
     fair, unfair = sets[("t", "two_stage", 5.0)], sets[("t", "two_stage", 0.0)]
-    both = findings.contrast([(fair, 1), (unfair, -1)], "eo_gap", rounds=300, seed=0)
-    rows_only = findings.contrast([(findings.settings(p[p["seed"] == 0])[("t", "two_stage", 5.0)], 1),
-                                   (findings.settings(p[p["seed"] == 0])[("t", "two_stage", 0.0)], -1)],
+    both = cs.contrast([(fair, 1), (unfair, -1)], "eo_gap", rounds=300, seed=0)
+    rows_only = cs.contrast([(cs.settings(p[p["seed"] == 0])[("t", "two_stage", 5.0)], 1),
+                                   (cs.settings(p[p["seed"] == 0])[("t", "two_stage", 0.0)], -1)],
                                   "eo_gap", rounds=300, seed=0)
     assert 5 <= both.n <= 600 and "Welch–Satterthwaite: 5 seeds, 600 test rows" in both.unit  # df between k − 1 and n − 1
     assert rows_only.n == 600 and rows_only.unit == "test rows (bootstrap)"
@@ -79,7 +80,7 @@ def test_the_interval_holds_both_the_test_rows_and_the_seeds():
     rows = se ** 2 - per_seed.var(ddof=1) / 5
     df = se ** 4 / (rows ** 2 / 599 + (per_seed.var(ddof=1) / 5) ** 2 / 4)
     assert both.n == int(df) + 1
-    same = findings.contrast([(fair, 1), (fair, -1)], "eo_gap", rounds=100, seed=0)
+    same = cs.contrast([(fair, 1), (fair, -1)], "eo_gap", rounds=100, seed=0)
     assert same.value == 0 and same.interval(0.95) == (0.0, 0.0)
 
 
@@ -155,10 +156,10 @@ def test_fast_f1_equals_sklearn():
     rng = np.random.default_rng(0)
     for k, n in ((2, 50), (5, 40), (21, 30)):
         y, p = rng.integers(0, k, n), rng.integers(0, k, n)
-        assert abs(findings.fast_f1(y, p) - f1_score(y, p, average="macro", zero_division=0)) < 1e-12
+        assert abs(cs.fast_f1(y, p) - f1_score(y, p, average="macro", zero_division=0)) < 1e-12
     y, p = rng.integers(0, 2, 60), rng.integers(0, 2, 60)
-    assert abs(findings.fast_f1(y, p, pos_label=1) - f1_score(y, p, zero_division=0)) < 1e-12
-    assert findings.fast_f1(np.zeros(5, int), np.zeros(5, int), pos_label=1) == 0.0  # no positive anywhere
+    assert abs(cs.fast_f1(y, p, pos_label=1) - f1_score(y, p, zero_division=0)) < 1e-12
+    assert cs.fast_f1(np.zeros(5, int), np.zeros(5, int), pos_label=1) == 0.0  # no positive anywhere
 
 
 def _sens_preds(p):
@@ -173,10 +174,10 @@ def _sens_preds(p):
 
 def test_sensitivity_claims_per_variant():
     p = preds()
-    frame = findings.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[0.0, 5.0], seeds=[0],
+    frame = sensitivity.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[0.0, 5.0], seeds=[0],
                                        default="default")
     assert list(dict.fromkeys(frame["variant"])) == ["default", "τ=0.5", "batch=64"]
-    pending = findings.sensitivity_claims(frame, task="t", default="default", f1_bound=0.05, rounds=200, seed=0)
+    pending = sensitivity.sensitivity_claims(frame, task="t", default="default", f1_bound=0.05, rounds=200, seed=0)
     got = {c.claim: c for c in cl.finalize(pending, level=0.95)}
     assert len(got) == 5
     assert got["t: two-stage CL, default: λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
@@ -192,12 +193,12 @@ def test_sensitivity_claims_per_variant():
     # the unfair variant is also less accurate than the default at λ = 5 by more than the bound
     assert got["t: two-stage CL, batch=64, λ = 5: F1 stays within −0.05 of the default setting's"].verdict == \
         "contradicted"
-    table = findings.sensitivity_results(frame, rounds=50, confidence=0.95, seed=0)
+    table = sensitivity.sensitivity_results(frame, rounds=50, confidence=0.95, seed=0)
     assert len(table) == 6 and (table["eo_gap_ci_low"] <= table["eo_gap"]).all()
     assert (table["eo_gap"] <= table["eo_gap_ci_high"]).all() and (table["seeds"] == 1).all()
     # the default setting's runs must exist in the main stage's predictions
     with pytest.raises(ValueError, match=r"lack two_stage on t at \(λ, seed\) \[\(5.0, 7\)"):
-        findings.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[5.0], seeds=[7],
+        sensitivity.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[5.0], seeds=[7],
                                    default="default")
 
 
@@ -227,7 +228,7 @@ def test_sensitivity_figure_draws_an_interval_that_misses_its_estimate():
             rows.append({"variant": variant, "value": lam, "seeds": 5, "min_top_pred_share": 0.2, "f1": 0.8,
                          "f1_ci_low": 0.75, "f1_ci_high": 0.85, "eo_gap": 1.0, "eo_gap_ci_low": 1.1,
                          "eo_gap_ci_high": 1.6})
-    fig = findings.sensitivity_figure(pd.DataFrame(rows), "genderqa_topic")
+    fig = sensitivity.sensitivity_figure(pd.DataFrame(rows), "genderqa_topic")
     ax = fig.axes[1]
     [lines] = [c for c in ax.collections if c.get_segments()][:1]
     assert any(seg[0][1] == 1.1 and seg[1][1] == 1.6 for seg in lines.get_segments())

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from biaslab.cscl import head as hd
 from biaslab.cscl import train as ct
 
 from conftest import model_dir
@@ -84,16 +85,16 @@ def test_balanced_class_weights_stop_a_head_from_predicting_only_the_majority_cl
     rng = np.random.default_rng(0)
     y = (rng.random(600) < 0.1).astype(int)
     x = (rng.normal(size=(600, 8)) + 0.6 * y[:, None]).astype(np.float32)
-    w = ct.class_weights(y, 2, "balanced")
+    w = hd.class_weights(y, 2, "balanced")
     assert w == pytest.approx([600 / (2 * (y == 0).sum()), 600 / (2 * (y == 1).sum())])
-    assert ct.class_weights(y, 2, "none") is None and ct.class_weights(y, 3, "balanced")[2] == 1.0
+    assert hd.class_weights(y, 2, "none") is None and hd.class_weights(y, 3, "balanced")[2] == 1.0
     with pytest.raises(ValueError, match="cscl.train.class_weight"):
-        ct.class_weights(y, 2, "inverse")
+        hd.class_weights(y, 2, "inverse")
     share = {}
     for how in ("none", "balanced"):
-        head, _ = ct.fit_head(x, y, 2, hidden=16, epochs=20, batch_size=32, learning_rate=1e-2, seed=0, val=None,
-                              patience=None, class_weights=ct.class_weights(y, 2, how))
-        share[how] = ct.predict_head(head, x).mean()  # the share predicted minority
+        head, _ = hd.fit_head(x, y, 2, hidden=16, epochs=20, batch_size=32, learning_rate=1e-2, seed=0, val=None,
+                              patience=None, class_weights=hd.class_weights(y, 2, how))
+        share[how] = hd.predict_head(head, x).mean()  # the share predicted minority
     assert share["none"] < 0.1 and 3 * share["none"] < share["balanced"] < 0.8, share
 
 
@@ -101,9 +102,9 @@ def test_head_on_fixed_features_and_bad_input():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 8)).astype(np.float32)
     y = (x[:, 0] > 0).astype(int)
-    head, log = ct.fit_head(x[:150], y[:150], 2, hidden=16, epochs=30, batch_size=32, learning_rate=1e-2, seed=0,
+    head, log = hd.fit_head(x[:150], y[:150], 2, hidden=16, epochs=30, batch_size=32, learning_rate=1e-2, seed=0,
                             val=(x[150:], y[150:]), patience=3)
-    assert (ct.predict_head(head, x[150:]) == y[150:]).mean() > 0.9 and len(log) <= 30
+    assert (hd.predict_head(head, x[150:]) == y[150:]).mean() > 0.9 and len(log) <= 30
     with pytest.raises(ValueError, match="gamma"):
         ct.Objective("one_stage", gamma=1.5, temperature=0.1)
     with pytest.raises(ValueError, match="lam = -1"):

@@ -99,7 +99,7 @@ ALLOWED = {
     ("cscl/inlp.py", "debiasing_projection", "by_class"): "public API (as above); the stage passes the params value",
     ("cscl/tasks.py", "build", "full_data"): "None = the offline stand-in; the stage passes cscl.full_data.get(task)",
     ("cscl/train.py", "fit", "val"): "the validation frame (None = no early stopping), not cscl.splits.val",
-    ("cscl/train.py", "fit_head", "val"): "validation features (None = none), not cscl.splits.val",
+    ("cscl/head.py", "fit_head", "val"): "validation features (None = none), not cscl.splits.val",
     ("atomic.py", "atomic_open", "mode"): "a file mode, not cscl.methods[*].mode",
     ("stats.py", "mean_ci", "seed"): "public API (the verdicts' specification); the t interval draws nothing",
     ("stats.py", "paired_mean_ci", "seed"): "public API, as mean_ci",

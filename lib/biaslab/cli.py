@@ -178,7 +178,7 @@ def _cmd_deps(args) -> int:
 
 def _cmd_claims(args) -> int:
     from .paths import repo_root
-    from .render import claims_text
+    from .report import claims_text
 
     try:
         print(claims_text(repo_root(), args.papers))

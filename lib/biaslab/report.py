@@ -244,3 +244,21 @@ def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Ma
     reps = collect(Path(reports), papers, params, paper_scale)
     moved = read_moved(Path(reports))  # the bias cards' summary, read once for both pages
     return markdown(reps, moved, made_by), html_page(reps, Path(reports), moved, made_by)
+
+
+def claims_text(root: Path, names: Sequence[str]) -> str:
+    """What ``biaslab claims`` prints: per paper of ``names`` (every paper with a claims table when empty), its
+    competence table when it has one and its claims table as Markdown. A named paper without a table raises
+    FileNotFoundError naming the file and the fix."""
+    papers = list(names) or sorted(p.parent.parent.name for p in (root / "reports").glob("*/results/claims.csv"))
+    out = []
+    for paper in papers:
+        path = root / "reports" / paper / "results" / "claims.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; run the stage that writes it (dvc repro)")
+        comp = path.with_name("competence.csv")
+        if comp.exists():
+            table = competence.read(comp)
+            out.append(f"### {paper}: competence of the baselines\n\n{table.to_markdown(index=False, floatfmt='.3g')}\n")
+        out.append(f"### {paper}\n\n{cl.markdown(cl.read(path))}\n")
+    return "\n".join(out)

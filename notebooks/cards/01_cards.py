@@ -27,6 +27,8 @@ import pandas as pd
 import seaborn as sns
 
 from biaslab import config
+from biaslab.cards import changes as bias_changes
+from biaslab.cards import load as card_load
 from biaslab.cards import measure
 from biaslab.io import write_csv
 from biaslab.paths import repo_root
@@ -79,7 +81,7 @@ ROOT = repo_root()
 OUT = ROOT / "reports/cards"
 seed_everything(P.common.seed)
 set_style()
-probes = measure.load_probes(ROOT, P)
+probes = card_load.load_probes(ROOT, P)
 checkpoints = measure.encoder_checkpoints(ROOT, C.base_models, C.papers)
 print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probes.seat_tests)} SEAT tests, "
       f"{sum(len(t) for t, _ in probes.embedder_tasks.values())} embedder-bias questions, "
@@ -88,7 +90,7 @@ print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probe
 # %%
 encoder_rows, units = [], []
 for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
-    enc = measure.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
+    enc = card_load.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
                                max_seq_length=C.max_seq_length)
     card = measure.encoder_card(enc, ck.name, probes)
     encoder_rows.append((ck, card.summary))
@@ -118,26 +120,26 @@ cards.drop(columns=["source", "mitigation", "not_measured"]).round(3)
 # is not counted as a movement.
 
 # %%
-changes = measure.bias_change(cards, C.base_models[0], pd.concat(units, ignore_index=True), rounds=U.rounds,
+changes = bias_changes.bias_change(cards, C.base_models[0], pd.concat(units, ignore_index=True), rounds=U.rounds,
                               confidence=U.confidence, seed=P.common.seed, test_rounds=C.permutation_rounds,
                               p_adjust=C.p_adjust)
 tested = changes["p_value"].notna()
 print(f"{int(tested.sum())} changes tested; {int((tested & (changes['p_value'] <= 1 - U.confidence)).sum())} with "
       f"p <= {1 - U.confidence:.2f}, {int(changes['significant'].eq(True).sum())} significant after the {C.p_adjust} "
       "adjustment")
-top = measure.moved(changes, C.moved_top)
+top = bias_changes.moved(changes, C.moved_top)
 write_csv(OUT / "bias_change.csv", changes)
 write_csv(OUT / "moved.csv", top)
 top.round(3)
 
 # %%
-grid = measure.heatmap_frame(changes)
+grid = bias_changes.heatmap_frame(changes)
 fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1], 1.2 + 0.32 * grid.shape[0]))
 sns.heatmap(grid, cmap="RdBu_r", center=0, vmin=-1, vmax=1, ax=ax, linewidths=0.5,
             cbar_kws={"label": "change in bias / largest |change| in the column"})
 ax.grid(False)
 ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, or is not taken (cards.csv says why)
-for i, j in measure.unresolved_cells(changes, grid):
+for i, j in bias_changes.unresolved_cells(changes, grid):
     ax.text(j + 0.5, i + 0.5, "≈", ha="center", va="center", fontsize=9)
 ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
              f"not measured)\n≈: within the noise band, its {U.confidence:.0%} interval includes 0, or not significant "

@@ -24,7 +24,7 @@ import pandas as pd
 
 from biaslab import claims as cl
 from biaslab import config
-from biaslab.cscl import experiment, findings
+from biaslab.cscl import experiment, findings, sensitivity
 from biaslab.io import write_csv, write_json
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
@@ -84,11 +84,11 @@ for task in C.tasks:
 # %%
 S = C.sensitivity
 default = experiment.default_label(C.methods[S.method], C.train.pretrain_batch_size, C.augment.strategy)
-sens = findings.sensitivity_frame(preds, pd.read_parquet(ROOT / "data/processed/cscl/sensitivity/predictions.parquet"),
+sens = sensitivity.sensitivity_frame(preds, pd.read_parquet(ROOT / "data/processed/cscl/sensitivity/predictions.parquet"),
                                   task=S.task, method=S.method, lambdas=S.lambdas, seeds=S.seed_subset, default=default)
-sens_table = findings.sensitivity_results(sens, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
+sens_table = sensitivity.sensitivity_results(sens, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
 write_csv(OUT / "sensitivity.csv", sens_table)
-fig = findings.sensitivity_figure(sens_table, S.task)
+fig = sensitivity.sensitivity_figure(sens_table, S.task)
 save_figure(fig, OUT / f"fig_sensitivity_{S.task}.png")
 plt.show()
 sens_table

@@ -247,18 +247,3 @@ def table(encoder_rows: Sequence[tuple[Checkpoint, Mapping[str, float]]], extra:
     out = pd.concat([enc, *extra], ignore_index=True)
     ident = ["checkpoint", "paper", "kind", "source", "mitigation", "not_measured"]
     return out[ident + [c for c in out.columns if c not in ident]]
-
-
-
-# The cards stage's notebook reaches these through this module (its executed copy is committed with that code); new
-# code imports them from where they live. Resolved on first use, so importing either module first works.
-_MOVED = {"bias_change": ".changes", "heatmap_frame": ".changes", "moved": ".changes", "unresolved_cells": ".changes",
-          "load_encoder": ".load", "load_probes": ".load"}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name], __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

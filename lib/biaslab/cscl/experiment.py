@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.fairness import equalized_odds_gaps
+from . import head as hd
 from . import train as ct
 from .inlp import debiasing_projections
 
@@ -49,7 +50,7 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
 
     tr, va, te = (rows[rows["split"] == s].reset_index(drop=True) for s in ("train", "val", "test"))
     n_classes, n_groups = int(rows["y"].max()) + 1, int(rows["a"].max()) + 1
-    weight = ct.class_weights(tr["y"], n_classes, train.class_weight)
+    weight = hd.class_weights(tr["y"], n_classes, train.class_weight)
     tok = AutoTokenizer.from_pretrained(str(encoder_dir))
     model = ct.build_model(encoder_dir, n_classes, n_groups, objective(method, value),
                            head_hidden=train.head_hidden, seed=seed, n_frozen=bank.n_frozen,
@@ -67,12 +68,12 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     enc = {s: ct.encode(model, tok, d["text"].tolist(), max_length=train.max_length, batch_size=train.batch_size,
                         bank=bank) for s, d in needed}
     if two_stage:  # stage 2: the MLP head with CE on the frozen encoder's features
-        head, head_log = ct.fit_head(enc["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
+        head, head_log = hd.fit_head(enc["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,
                                      learning_rate=train.head_learning_rate, seed=seed,
                                      val=(enc["val"], va["y"].to_numpy()), patience=train.patience or None,
                                      class_weights=weight)
-        pred = ct.predict_head(head, enc["test"])
+        pred = hd.predict_head(head, enc["test"])
         log["head"] = head_log
     else:
         import torch
@@ -164,17 +165,17 @@ def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, tra
                                  by_class=bool(method.by_class), seed=int(seed), main_train=tr["y"].to_numpy(),
                                  main_dev=va["y"].to_numpy())
     n_classes = int(rows["y"].max()) + 1
-    weight = ct.class_weights(tr["y"], n_classes, train.class_weight)
+    weight = hd.class_weights(tr["y"], n_classes, train.class_weight)
     out = {}
     for value in method.grid:
         P, kept, _ = runs[counts[value]]
         proj = {s: features[s] @ P.T for s in features}
-        head, head_log = ct.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
+        head, head_log = hd.fit_head(proj["train"], tr["y"].to_numpy(), n_classes, hidden=train.head_hidden,
                                      epochs=train.head_epochs, batch_size=train.batch_size,
                                      learning_rate=train.head_learning_rate, seed=seed,
                                      val=(proj["val"], va["y"].to_numpy()), patience=train.patience or None,
                                      class_weights=weight)
-        pred = ct.predict_head(head, proj["test"])
+        pred = hd.predict_head(head, proj["test"])
         out[value] = {"scores": score(te, pred), "log": {"classifiers_kept": len(kept), "head": head_log},
                       "pred": pred, "test_features": proj["test"]}
     return out

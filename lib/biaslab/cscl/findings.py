@@ -1,29 +1,24 @@
 """cscl's claims as verdicts computed from the test predictions of every seed (``reports/cscl/results/claims.csv``)
 and its competence table (``competence.csv``).
 
-A setting's statistic is its mean over seeds on the fixed test split. A comparison of settings is a contrast of
-that statistic (:func:`contrast`) whose uncertainty has two sources: the test rows (a paired bootstrap, the same
-resampled rows for every setting) and training (the spread over seeds). The verdicts come from
-:func:`biaslab.claims.finalize` (Holm across the claims, t intervals); a claim comparing a setting that fails its
-competence check (it predicts one class, or does not beat the majority class on macro-F1) is ``untestable``. The
-trade-off value compared with λ = 0 is the grid's largest — fixed in advance, never picked on test.
+A comparison of settings is a contrast of their mean over seeds (:func:`biaslab.cscl.settings.contrast`: test rows
+and seeds both in its uncertainty). The verdicts come from :func:`biaslab.claims.finalize` (Holm across the claims,
+t intervals); a claim comparing a setting that fails its competence check (it predicts one class, or does not beat
+the majority class on macro-F1) is ``untestable``. The trade-off value compared with λ = 0 is the grid's largest —
+fixed in advance, never picked on test.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from .. import claims as cl
 from .. import competence as comp
-from .. import stats
-from ..claims import NAN
-from ..metrics.fairness import eo_gaps
-from .experiment import top_prediction_share
+from . import sensitivity
+from .settings import Setting, checks_of, contrast, settings
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -36,93 +31,6 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     out = out.reset_index()
     out["value"] = out["value"].replace(-1, np.nan)
     return out
-
-
-def fast_f1(y: np.ndarray, p: np.ndarray, *, pos_label=None) -> float:
-    """sklearn's ``f1_score`` (``zero_division=0``) on integer labels — binary for ``pos_label``, else the macro mean
-    over the labels present in ``y`` or ``p`` — from one confusion count (the bootstrap calls it ~10⁵ times;
-    tested equal to sklearn)."""
-    labels = np.union1d(y, p)
-    k = len(labels)
-    yi, pi = np.searchsorted(labels, y), np.searchsorted(labels, p)
-    tp = np.bincount(yi[yi == pi], minlength=k).astype(np.float64)
-    denom = np.bincount(yi, minlength=k) + np.bincount(pi, minlength=k)  # 2tp + fp + fn
-    f1 = np.divide(2 * tp, denom, out=np.zeros(k), where=denom > 0)
-    if pos_label is not None:
-        i = np.searchsorted(labels, pos_label)
-        return float(f1[i]) if i < k and labels[i] == pos_label else 0.0
-    return float(f1.mean())
-
-
-@lru_cache(maxsize=4)
-def _resamples(n: int, rounds: int, seed: int) -> np.ndarray:
-    """The bootstrap's row resamples, drawn once for every setting and claim that share (n, rounds, seed)."""
-    out = stats.resample_indices(n, rounds, seed)
-    out.flags.writeable = False
-    return out
-
-
-class _Setting:
-    """One (task, method, value)'s test predictions, one column per seed, rows in test order."""
-
-    def __init__(self, preds: pd.DataFrame):
-        wide = preds.pivot_table(index="row", columns="seed", values="pred", aggfunc="first").sort_index()
-        first = preds.drop_duplicates("row").set_index("row").sort_index()
-        self.y, self.a, self.pred = first["y"].to_numpy(), first["a"].to_numpy(), wide.to_numpy()
-        classes = np.unique(np.concatenate([self.y, self.pred.ravel()]))
-        self.binary = len(classes) <= 2
-        self.classes = classes[-1:] if self.binary else classes  # fixed on all rows, as equalized_odds_gaps does
-        self.names, self.gidx = np.unique(self.a, return_inverse=True)
-        self._draws: dict[tuple[str, int, int], np.ndarray] = {}
-
-    def constant_share(self) -> float:
-        """The smallest, over seeds, share of test rows given the seed's most frequent prediction (1.0 = every seed
-        predicts one class for every row)."""
-        return float(min(self.top_shares()))
-
-    def top_shares(self) -> list[float]:
-        """Per seed, the share of test rows given the seed's most frequent prediction."""
-        return [top_prediction_share(col) for col in self.pred.T]
-
-    def majority(self, label: int) -> _Setting:
-        """The majority-class classifier on the same rows: ``label`` for every row, in one seed."""
-        return _Setting(pd.DataFrame({"row": np.arange(len(self.y)), "seed": 0, "y": self.y, "a": self.a,
-                                      "pred": np.full(len(self.y), label)}))
-
-    def metric(self, name: str, ix: np.ndarray) -> float:
-        """``eo_gap``, ``f1`` or ``macro_f1`` on rows ``ix``, averaged over seeds."""
-        return float(np.mean(self.per_seed(name, ix)))
-
-    def draws(self, name: str, rounds: int, seed: int) -> np.ndarray:
-        """:meth:`metric` on each of the bootstrap's shared row resamples (:func:`_resamples`), computed once: a
-        setting takes part in several claims."""
-        key = (name, rounds, seed)
-        if key not in self._draws:
-            self._draws[key] = np.array([self.metric(name, ix) for ix in _resamples(len(self.y), rounds, seed)])
-        return self._draws[key]
-
-    def per_seed(self, name: str, ix: np.ndarray) -> np.ndarray:
-        """The metric of every seed on rows ``ix``."""
-        values = []
-        y, g = self.y[ix], self.gidx[ix]
-        for s in range(self.pred.shape[1]):
-            p = self.pred[ix, s]
-            if name == "eo_gap":
-                tpr_gap, fpr_gap, _ = eo_gaps(y, p, g, len(self.names), self.classes)
-                values.append(tpr_gap + fpr_gap)
-            elif name == "f1":
-                values.append(fast_f1(y, p, pos_label=self.classes[-1] if self.binary else None))
-            elif name == "macro_f1":
-                values.append(fast_f1(y, p))
-            else:
-                raise ValueError(f"unknown metric {name!r}: eo_gap, f1 or macro_f1")
-        return np.asarray(values)
-
-
-def settings(preds: pd.DataFrame) -> dict[tuple, _Setting]:
-    """Every (task, method, value)'s predictions as a setting (value −1 for a method without one, as CE)."""
-    key = preds["value"].fillna(-1)
-    return {(t, m, v): _Setting(g) for (t, m, v), g in preds.assign(value=key).groupby(["task", "method", "value"])}
 
 
 def _strongest(settings, task: str, method: str) -> float | None:
@@ -138,53 +46,7 @@ def _sweep(sets, task: str, name: str):
     return top, (task, name, top), (task, name, 0.0)
 
 
-def contrast(terms: list[tuple[_Setting, float]], metric: str, *, rounds: int, seed: int) -> cl.Evidence:
-    """Σ coef · ``metric`` of the settings in ``terms`` (e.g. [(a, 1), (b, −1)]: a − b), as
-    :class:`biaslab.claims.Evidence` with both sources of its uncertainty (Bouthillier et al. 2021, "Accounting for
-    variance in machine learning benchmarks"):
-
-    * the test rows — a paired bootstrap over rows (``rounds`` resamples, the same rows for every setting), of the
-      seed-mean contrast: the standard error of the statistic for these trained models. ΔEO is a sum of absolute
-      gaps, biased upward under resampling, so the bootstrap gives only the spread (never a percentile interval,
-      which would miss its own estimate);
-    * training — the spread over the k seeds of the per-seed contrast on all rows, s / √k.
-
-    se = √(se_rows² + s² / k), and the interval is the t interval on the Welch–Satterthwaite degrees of freedom of
-    that sum (n − 1 for the rows, k − 1 for the seeds; Satterthwaite 1946): close to k − 1 when the seeds dominate,
-    to n − 1 when the rows do. The evidence's ``n`` is then the effective units, df + 1 (what the interval, the
-    p-value and the MDE use). With one seed, the rows alone: n − 1 degrees of freedom."""
-    first = terms[0][0]
-    n = len(first.y)
-    full = np.arange(n)
-    per_seed = [s.per_seed(metric, full) for s, _ in terms]
-    k = max(len(v) for v in per_seed)
-    seedwise = sum(c * (v if len(v) == k else np.full(k, v.mean())) for (_, c), v in zip(terms, per_seed, strict=True))
-    value = float(np.mean(seedwise))
-    draws = sum(c * s.draws(metric, rounds, seed) for s, c in terms)
-    draws = draws[np.isfinite(draws)]
-    rows = float(draws.var(ddof=1)) if len(draws) > 1 else NAN
-    if k == 1:
-        return cl.Evidence.from_se(value, math.sqrt(rows), n, "test rows (bootstrap)")
-    seeds = float(np.var(seedwise, ddof=1)) / k
-    total = rows + seeds
-    denom = rows ** 2 / (n - 1) + seeds ** 2 / (k - 1)
-    df = total ** 2 / denom if denom > 0 else float(n - 1)
-    return cl.Evidence.from_se(value, math.sqrt(total), int(df) + 1,
-                               f"effective units (Welch–Satterthwaite: {k} seeds, {n} test rows)")
-
-
-def _label(key: tuple) -> str:
-    _, method, value = key
-    return method if value == -1 else f"{method} (λ = {value:g})"
-
-
-def checks_of(key: tuple) -> tuple[str, str]:
-    """The names of a setting's two competence checks: it predicts more than one class, it beats the majority."""
-    task = key[0]
-    return (f"{task}: {_label(key)} predicts more than one class", f"{task}: {_label(key)} beats the majority class")
-
-
-def competence(sets: Mapping[tuple, _Setting], majority: Mapping[str, int], *, degenerate_share: float,
+def competence(sets: Mapping[tuple, Setting], majority: Mapping[str, int], *, degenerate_share: float,
                level: float, rounds: int, seed: int) -> pd.DataFrame:
     """cscl's competence table (``reports/cscl/results/competence.csv``), two rows per setting of ``sets``
     (:func:`settings`):
@@ -204,10 +66,7 @@ def competence(sets: Mapping[tuple, _Setting], majority: Mapping[str, int], *, d
     return comp.table(rows)
 
 
-NO_SIZE = "the paper shows this in a figure and gives no number"
-
-
-def claims(sets: Mapping[tuple, _Setting], methods: Mapping, *, f1_bound: float, rounds: int,
+def claims(sets: Mapping[tuple, Setting], methods: Mapping, *, f1_bound: float, rounds: int,
            seed: int) -> list[cl.Pending]:
     """The paper's §4.2 claims, per task, before :func:`biaslab.claims.finalize` judges them. ``sets``: every seed's
     test predictions as settings (:func:`settings`); ``methods``: the ``cscl.methods`` section
@@ -321,13 +180,13 @@ def paper_claims(preds: pd.DataFrame, sens: pd.DataFrame, leakage: Leakage, majo
                  methods: Mapping, C, *, task: str, default: str, level: float, rounds: int,
                  seed: int) -> tuple[list[cl.Claim], pd.DataFrame]:
     """(claims table rows, competence table): what cscl_analysis writes. ``methods``: ``cscl.methods``; ``C``:
-    ``cscl.claims``; ``sens`` (:func:`sensitivity_frame`), ``task`` and ``default``: the sensitivity study's;
+    ``cscl.claims``; ``sens`` (:func:`biaslab.cscl.sensitivity.sensitivity_frame`), ``task`` and ``default``: the sensitivity study's;
     ``majority``: as :func:`competence`."""
-    sets = settings(pd.concat([preds, _sens_as_settings(sens, task, default)], ignore_index=True))
+    sets = settings(pd.concat([preds, sensitivity.as_settings(sens, task, default)], ignore_index=True))
     comp_table = competence(sets, majority, degenerate_share=C.degenerate_share, level=level, rounds=rounds,
                             seed=seed)
     pending = (claims(sets, methods, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
-               + sensitivity_claims(sens, task=task, default=default, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
+               + sensitivity.sensitivity_claims(sens, task=task, default=default, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
                + leakage_checks(leakage, methods))
     return cl.finalize(pending, level=level, competence_table=comp_table), comp_table
 
@@ -343,13 +202,6 @@ def task_inputs(tasks_dir, tasks) -> tuple[dict[str, pd.DataFrame], dict[str, in
         tests[task] = rows[rows["split"] == "test"].reset_index(drop=True)
         majority[task] = int(rows.loc[rows["split"] == "train", "y"].value_counts().idxmax())
     return tests, majority
-
-
-def _sens_as_settings(sens: pd.DataFrame, task: str, default: str) -> pd.DataFrame:
-    """The sensitivity stage's varied settings as (task, method, value) predictions — method "two-stage CL, τ=0.5"
-    — so :func:`competence` checks them too (the default variant's runs are the main stage's)."""
-    varied = sens[sens["variant"] != default]
-    return varied.assign(task=task, method="two-stage CL, " + varied["variant"])
 
 
 def tradeoff_figure(summary_rows: pd.DataFrame, task: str):
@@ -417,98 +269,5 @@ def embedding_figure(panels: list[tuple[str, np.ndarray]], rows: pd.DataFrame, t
         ax.title.set_fontsize(8)
     axes[0][0].legend(fontsize=7, title="marker = group", title_fontsize=7)
     fig.suptitle(f"{task}: t-SNE of test-set encoder features (colour = task label)", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def sensitivity_frame(main_preds: pd.DataFrame, sens_preds: pd.DataFrame, *, task: str, method: str,
-                      lambdas, seeds, default: str) -> pd.DataFrame:
-    """The test predictions of RQ3's study (§4.2, Fig. 4) in one frame with a ``variant`` column: the main stage's
-    runs of ``method`` on ``task`` at ``lambdas`` and ``seeds`` as the ``default`` variant, then every varied
-    setting of the sensitivity stage. Fails naming what is missing when a default run is absent."""
-    base = main_preds[(main_preds["task"] == task) & (main_preds["method"] == method)
-                      & main_preds["value"].isin(list(lambdas)) & main_preds["seed"].isin(list(seeds))]
-    have = set(zip(base["value"], base["seed"], strict=True))
-    missing = [(v, s) for v in lambdas for s in seeds if (v, s) not in have]
-    if missing:
-        raise ValueError(f"the main cscl_train runs lack {method} on {task} at (λ, seed) {missing}: the sensitivity "
-                         "study's default setting is read from them (cscl.sensitivity.lambdas / seeds must be in "
-                         "cscl.methods grid / cscl.seeds)")
-    cols = ["task", "method", "variant", "value", "seed", "row", "y", "a", "pred"]
-    return pd.concat([base.assign(variant=default)[cols], sens_preds[cols]], ignore_index=True)
-
-
-def sensitivity_results(frame: pd.DataFrame, *, rounds: int, confidence: float, seed: int) -> pd.DataFrame:
-    """Per (variant, λ): F1 and ΔEO (mean over seeds) with percentile bootstrap intervals over the test rows."""
-    out = []
-    for (variant, value), g in frame.groupby(["variant", "value"], sort=False):
-        s = _Setting(g)
-        row = {"variant": variant, "value": value, "seeds": s.pred.shape[1], "min_top_pred_share": s.constant_share()}
-        for metric in ("f1", "eo_gap"):
-            est = stats.ci_statistic(len(s.y), lambda ix, s=s, metric=metric: s.metric(metric, ix), rounds=rounds,
-                                     confidence=confidence, seed=seed)
-            row |= {metric: est.value, f"{metric}_ci_low": est.ci_low, f"{metric}_ci_high": est.ci_high}
-        out.append(row)
-    return pd.DataFrame(out)
-
-
-def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound: float, rounds: int,
-                       seed: int) -> list[cl.Pending]:
-    """RQ3 (§4.2, Fig. 4): "two-stage CL is stable under a wide range of parameter settings: the equalized odds gaps
-    are consistently decreasing when λ = 5 and the F1 scores are relatively high". Per variant: ΔEO at the largest λ
-    minus ΔEO at λ = 0 (expected < 0), and F1 at the largest λ against the default setting's (non-inferiority within
-    −``f1_bound``); :func:`contrast` gives the evidence. Each requires its settings' competence checks (the default
-    variant's are the main stage's settings)."""
-    sets = {(v, lam): _Setting(g) for (v, lam), g in frame.groupby(["variant", "value"], sort=False)}
-    top, zero = max(frame["value"]), 0.0
-    method = frame["method"].iloc[0]
-
-    def key(variant, lam):
-        return (task, method, lam) if variant == default else (task, f"two-stage CL, {variant}", lam)
-
-    def needs(*pairs):
-        return tuple(c for v, lam in pairs for c in checks_of(key(v, lam)))
-
-    out = []
-    for variant in dict.fromkeys(frame["variant"]):
-        hi, lo = (variant, top), (variant, zero)
-        if lo not in sets or hi not in sets or top == zero:
-            continue
-        out.append(cl.effect(f"{task}: two-stage CL, {variant}: λ = {top:g} lowers ΔEO vs λ = 0", "§4.2 RQ3, Fig. 4",
-                             "ΔEO consistently decreasing with λ = 5",
-                             contrast([(sets[hi], 1), (sets[lo], -1)], "eo_gap", rounds=rounds, seed=seed),
-                             direction=-1, requires=needs(hi, lo)))
-        if variant != default and (default, top) in sets:
-            d = (default, top)
-            out.append(cl.effect(f"{task}: two-stage CL, {variant}, λ = {top:g}: F1 stays within −{f1_bound:g} of "
-                                 "the default setting's", "§4.2 RQ3, Fig. 4", "F1 relatively high",
-                                 contrast([(sets[hi], 1), (sets[d], -1)], "f1", rounds=rounds, seed=seed),
-                                 direction=1, null=-f1_bound, requires=needs(hi, d)))
-    return out
-
-
-def sensitivity_figure(results: pd.DataFrame, task: str):
-    """Fig. 4's layout: F1 and ΔEO of two-stage CL per setting, one bar per λ, 95 % bootstrap intervals."""
-    import matplotlib.pyplot as plt
-
-    variants = list(dict.fromkeys(results["variant"]))
-    lambdas = sorted(results["value"].unique())
-    width = 0.8 / len(lambdas)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, metric, label in ((axes[0], "f1", "F1"), (axes[1], "eo_gap", "ΔEO (lower is fairer)")):
-        for k, lam in enumerate(lambdas):
-            g = results[results["value"] == lam].set_index("variant").reindex(variants)
-            x = np.arange(len(variants)) + (k - (len(lambdas) - 1) / 2) * width
-            ax.bar(x, g[metric], width, label=f"λ = {lam:g}")
-            # the interval as a line from its low to its high end, not as ± errors: a percentile interval of ΔEO (a
-            # sum of absolute gaps, biased upward under resampling) may lie entirely above the point estimate
-            ax.vlines(x, g[f"{metric}_ci_low"], g[f"{metric}_ci_high"], color="black", linewidth=1)
-        ax.set_xticks(np.arange(len(variants)), variants, rotation=30, ha="right", fontsize=8)
-        ax.set(ylabel=label)
-    axes[1].legend(fontsize=8)
-    seeds = int(results["seeds"].max())
-    fig.suptitle(f"{task}: two-stage CL at λ = 0 and λ = {max(lambdas):g} with τ, the pre-training batch or the "
-                 "augmentation varied "
-                 f"(mean of {seeds} seed{'s' if seeds > 1 else ''}, 95 % bootstrap CI over test rows)", fontsize=9)
     fig.tight_layout()
     return fig
