@@ -188,14 +188,17 @@ def _copy(root: Path, dst: Path) -> None:
     shutil.copytree(root.parent / "cache", dst / "cache", symlinks=True)
 
 
-SIDE_PREFIXES = ("ragcontrol_", "fairrank_")  # their chains take about as long as ragfair + intersect + cscl
+# The second copy's stages: the ragcontrol and fairrank chains, and ragfair_seat (no stage but the report reads it).
+# Measured in one CI run (2026-11-28, AMD): 337 s of stage time against the first copy's 480 s before the SEAT audit
+# (26 s) moved over.
+SIDE_PREFIXES = ("ragcontrol_", "fairrank_", "ragfair_seat")
 CROSS_PAPER = ("cards", "report")
 
 
 def repro_in_two_copies(root: Path, dvc) -> subprocess.CompletedProcess:
     """The first `dvc repro` of the copy at ``root``, on both cores: DVC runs one stage at a time and locks its
-    repository, and the other test worker finishes long before this fixture. A second copy (same params.yaml, the
-    same embedding cache) builds the ragcontrol and fairrank chains meanwhile; their outputs, dvc.lock entries and
+    repository. A second copy (same params.yaml, the same embedding cache) builds the stages of ``SIDE_PREFIXES``
+    meanwhile; their outputs, dvc.lock entries and
     DVC cache then join ``root``, where a last `dvc repro` runs the cross-paper stages (cards, report). DVC calling every
     joined stage current there is checked by each test that asserts a plain `dvc repro` runs nothing. Returns one
     result whose stdout holds all three runs' logs."""
