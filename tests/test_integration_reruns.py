@@ -18,7 +18,7 @@ import yaml
 
 import tiny_pipeline as tiny
 from biaslab import stages as stage_decl
-from tiny_pipeline import read_bytes, read_tree, tool_env
+from tiny_pipeline import read_tree, tool_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -36,11 +36,11 @@ OUTPUTS = ["reports/ragfair/seat/seat_results.csv", "reports/ragfair/seat/metric
 def test_rerun_is_a_no_op_and_forced_rerun_is_byte_identical(pipeline):
     root, dvc, _, _ = pipeline
     assert "Running stage" not in dvc("repro").stdout
-    before = read_bytes(root, *OUTPUTS)
+    before = read_tree(root, *OUTPUTS)
     # sampled permutation statistics (a training stage rerun to the same bytes, its model and executed notebook
     # included: the kill test below)
     dvc("repro", "--force", "--single-item", "ragfair_seat")
-    after = read_bytes(root, *OUTPUTS)
+    after = read_tree(root, *OUTPUTS)
     assert [k for k in before if before[k] != after[k]] == []
     assert "Running stage" not in dvc("repro").stdout  # identical outputs leave every downstream stage current
 

@@ -233,10 +233,6 @@ def repro_in_two_copies(root: Path, dvc) -> subprocess.CompletedProcess:
                                        own_run.stderr + side_run.stderr + last.stderr)
 
 
-def read_bytes(root: Path, *rels: str) -> dict[str, bytes]:
-    return {r: (root / r).read_bytes() for r in rels}
-
-
 def read_tree(root: Path, *rels: str) -> dict[str, bytes]:
     """The bytes of every file under each path (a file, or a folder output)."""
     out = {}
