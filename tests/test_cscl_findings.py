@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from biaslab import claims as cl
+from biaslab import stats
 from biaslab.cscl import findings, sensitivity
 from biaslab.cscl import settings as cs
 
@@ -38,7 +39,8 @@ def _judge(p, methods=METHODS, rounds=200):
     """The claims of ``p`` through finalize, gated by its competence table, by claim."""
     sets = cs.settings(p)
     comp = findings.competence(sets, {"t": 1}, degenerate_share=0.99, level=0.95, rounds=rounds, seed=0)
-    pending = findings.claims(sets, methods, f1_bound=0.05, rounds=rounds, seed=0)
+    pending = findings.claims(sets, methods, f1_bound=0.05, eo_similar_share=0.1, biasbios_task="t", rounds=rounds,
+                              seed=0)
     return {c.claim: c for c in cl.finalize(pending, level=0.95, competence_table=comp)}, comp
 
 
@@ -177,7 +179,9 @@ def test_sensitivity_claims_per_variant():
     frame = sensitivity.sensitivity_frame(p, _sens_preds(p), task="t", method="two_stage", lambdas=[0.0, 5.0], seeds=[0],
                                        default="default")
     assert list(dict.fromkeys(frame["variant"])) == ["default", "τ=0.5", "batch=64"]
-    pending = sensitivity.sensitivity_claims(frame, task="t", default="default", f1_bound=0.05, rounds=200, seed=0)
+    sets = sensitivity.sensitivity_settings(frame)
+    pending = sensitivity.sensitivity_claims(sets, task="t", method="two_stage", default="default", f1_bound=0.05,
+                                             rounds=200, seed=0)
     got = {c.claim: c for c in cl.finalize(pending, level=0.95)}
     assert len(got) == 5
     assert got["t: two-stage CL, default: λ = 5 lowers ΔEO vs λ = 0"].verdict == "reproduced"
@@ -193,8 +197,17 @@ def test_sensitivity_claims_per_variant():
     # the unfair variant is also less accurate than the default at λ = 5 by more than the bound
     assert got["t: two-stage CL, batch=64, λ = 5: F1 stays within −0.05 of the default setting's"].verdict == \
         "contradicted"
-    table = sensitivity.sensitivity_results(frame, rounds=50, confidence=0.95, seed=0)
+    table = sensitivity.sensitivity_results(sets, rounds=200, confidence=0.95, seed=0)
     assert len(table) == 6 and (table["eo_gap_ci_low"] <= table["eo_gap"]).all()
+    # the table's intervals come from the resamples the claims drew (no second draw), equal to ci_statistic's
+    s = sets["τ=0.5", 5.0]
+    est = stats.ci_statistic(len(s.y), lambda ix: s.metric("f1", ix), rounds=200, confidence=0.95, seed=0)
+    row = table[(table["variant"] == "τ=0.5") & (table["value"] == 5.0)].iloc[0]
+    assert (row["f1"], row["f1_ci_low"], row["f1_ci_high"]) == (est.value, est.ci_low, est.ci_high)
+    assert set(sensitivity.as_settings(sets, "t", "default")) == {("t", "two-stage CL, τ=0.5", 0.0),
+                                                                  ("t", "two-stage CL, τ=0.5", 5.0),
+                                                                  ("t", "two-stage CL, batch=64", 0.0),
+                                                                  ("t", "two-stage CL, batch=64", 5.0)}
     assert (table["eo_gap"] <= table["eo_gap_ci_high"]).all() and (table["seeds"] == 1).all()
     # the default setting's runs must exist in the main stage's predictions
     with pytest.raises(ValueError, match=r"lack two_stage on t at \(λ, seed\) \[\(5.0, 7\)"):
@@ -234,3 +247,49 @@ def test_sensitivity_figure_draws_an_interval_that_misses_its_estimate():
     assert any(seg[0][1] == 1.1 and seg[1][1] == 1.6 for seg in lines.get_segments())
     assert "augmentation" in fig._suptitle.get_text()
     plt.close(fig)
+
+
+def test_inlp_claims_compare_it_with_the_adversary_and_two_stage_cl():
+    """§4.2 RQ2 on INLP: fairer than the adversary, as consistent as two-stage CL, similar on the biasbios task."""
+    p = preds()
+    inlp = []
+    for s, g in p[(p["method"] == "two_stage") & (p["value"] == 5.0)].groupby("seed"):
+        flip = np.random.default_rng(100 + s).random(len(g)) < 0.02  # as fair, a little noise of its own
+        inlp.append(g.assign(method="inlp", value=50.0, pred=np.where(flip, 1 - g["pred"], g["pred"])))
+    p = pd.concat([p, *inlp], ignore_index=True)
+    got, comp = _judge(p, {**METHODS, "inlp": SimpleNamespace(mode="inlp")})
+    assert comp["passed"].all()
+    assert got["t: INLP (N = 50) has a lower ΔEO than adv (λ_adv = 1)"].verdict == "reproduced"
+    ce_eo = cs.settings(p)[("t", "ce", -1)].metric("eo_gap", np.arange(600))
+    similar = got[f"t: two-stage CL (λ = 5) and INLP (N = 50) reach a similar ΔEO, within ±{0.1 * ce_eo:.3g} "
+                  "(10% of CE's)"]
+    assert similar.verdict == "reproduced" and similar.rule.startswith("no change: the interval inside ±0.06")
+    assert got["t: two-stage CL (λ = 5) and INLP (N = 50) reach a similar F1, within ±0.05"].verdict == "reproduced"
+    spread = got["t: two-stage CL (λ = 5) varies less over seeds than INLP (N = 50): log ratio of their ΔEO variances"]
+    assert spread.verdict in ("underpowered", "contradicted", "reproduced") and "log ratio" in spread.interval
+    # not the biasbios task: no "similar" rows
+    sets = cs.settings(p)
+    pending = findings.claims(sets, {**METHODS, "inlp": SimpleNamespace(mode="inlp")}, f1_bound=0.05,
+                              eo_similar_share=0.1, biasbios_task="other", rounds=50, seed=0)
+    assert not any("similar" in c.claim for c in pending)
+
+
+def test_spread_ratio_calls_the_steadier_setting_steadier():
+    """log(s²_a / s²_b) over seeds: a setting whose seeds agree against one whose seeds scatter."""
+    rng = np.random.default_rng(0)
+    n, y = 2000, rng.integers(0, 2, 2000)
+    a_grp = rng.integers(0, 2, n)
+
+    def setting(error_rates):
+        frames = [pd.DataFrame({"row": range(n), "seed": s, "y": y, "a": a_grp,
+                                "pred": np.where(np.random.default_rng(s).random(n) < e, 1 - y, y)})
+                  for s, e in enumerate(error_rates)]
+        return cs.Setting(pd.concat(frames, ignore_index=True))
+
+    steady, scattered = setting([0.15, 0.151, 0.149, 0.15, 0.152]), setting([0.05, 0.3, 0.15, 0.1, 0.25])
+    ev = cs.spread_ratio(steady, scattered, "f1")
+    f_a, f_b = (s.per_seed("f1", np.arange(n)) for s in (steady, scattered))
+    assert ev.value == pytest.approx(np.log(f_a.var(ddof=1) / f_b.var(ddof=1)))
+    assert ev.n == 9 and ev.interval(0.95)[1] < 0  # 8 degrees of freedom; clearly steadier
+    one_seed = cs.Setting(pd.DataFrame({"row": range(n), "seed": 0, "y": y, "a": a_grp, "pred": y}))
+    assert np.isnan(cs.spread_ratio(one_seed, scattered, "f1").value)  # one seed has no spread to compare

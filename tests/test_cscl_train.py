@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from biaslab import frozen
 from biaslab.cscl import head as hd
 from biaslab.cscl import train as ct
 
@@ -159,9 +160,16 @@ def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tm
                device="cpu", patience=None)
     with pytest.raises(KeyError, match="rerun the data stage that saved them"):
         bank.get("a text the data stage never saw")
-    with pytest.raises(ValueError, match="trainable_layers must be between 1 and 6"):
-        ct.frozen_count(model_dir("minilm"), 7)
-    assert ct.frozen_count(model_dir("minilm"), None) == 0 and ct.frozen_count(model_dir("minilm"), 1) == 5
+    knob = "cscl.train.trainable_layers"
+    with pytest.raises(ValueError, match="cscl.train.trainable_layers = 7: the encoder has 6 layers, so "
+                                         "trainable_layers must be between 1 and 6"):
+        frozen.frozen_count(model_dir("minilm"), 7, knob=knob)
+    assert frozen.frozen_count(model_dir("minilm"), None, knob=knob) == 0
+    assert frozen.frozen_count(model_dir("minilm"), 1, knob=knob) == 5
+    assert frozen.check_bank(bank, "states.npz", model_dir("minilm"), 1, knob=knob, stage="cscl_data") is bank
+    with pytest.raises(ValueError, match="states.npz holds 5 frozen layers, cscl.train.trainable_layers = 2 asks "
+                                         "for 4: rerun the cscl_data stage"):
+        frozen.check_bank(bank, "states.npz", model_dir("minilm"), 2, knob=knob, stage="cscl_data")
 
 
 @pytest.mark.parametrize("obj", [ct.Objective("one_stage", lam=2.0, gamma=0.3, temperature=0.5),
@@ -196,3 +204,20 @@ def test_gradient_caching_gives_the_whole_batchs_gradient(obj):
         torch.testing.assert_close(grads[1][k], grads[0][k], rtol=1e-4, atol=1e-5 * scale)
     with pytest.raises(ValueError, match="cscl.train.grad_cache_chunk"):
         ct.build_model(model_dir("minilm"), 2, 2, obj, head_hidden=16, seed=0, grad_cache_chunk=-1)
+
+
+def test_a_methods_objective_takes_its_modes_knobs():
+    """One table (cscl.config.NEEDS) says which knobs a mode needs, for params.yaml and for the objective alike."""
+    from biaslab.cscl import experiment
+    from biaslab.cscl.config import CsclMethod
+
+    m = CsclMethod(mode="one_stage", grid=[0.0, 5.0], temperature=0.1, gamma=0.3)
+    assert experiment.objective(m, 5.0) == ct.Objective("one_stage", lam=5.0, gamma=0.3, temperature=0.1)
+    adv = CsclMethod(mode="adversarial", grid=[1.0], n_adversaries=3, lam_diff=100.0, adv_hidden=8)
+    assert experiment.objective(adv, 1.0) == ct.Objective("adversarial", lam=1.0, n_adversaries=3, lam_diff=100.0,
+                                                          adv_hidden=8)
+    assert experiment.objective(CsclMethod(mode="ce", grid=[]), None) == ct.Objective("ce")
+    with pytest.raises(ValueError, match="a one_stage method needs \\['gamma'\\]"):
+        CsclMethod(mode="one_stage", grid=[0.0], temperature=0.1)
+    with pytest.raises(ValueError, match="inlp works on a CE encoder's features"):
+        experiment.objective(CsclMethod(mode="inlp", grid=[20], min_accuracy=0.0, by_class=True), 20)

@@ -273,6 +273,31 @@ class Bottoms:
         return shared_bottom_encoder(self._by_depth[depth], model, batch_size=self.batch_size, normalize=normalize)
 
 
+def frozen_count(model_dir, trainable_layers: int | None, *, knob: str) -> int:
+    """How many bottom layers of the encoder in ``model_dir`` stay frozen when only its top ``trainable_layers``
+    train (None: 0, the whole model trains). ``knob`` names the parameter in the error (e.g.
+    ``cscl.train.trainable_layers``)."""
+    from transformers import AutoConfig
+
+    n = AutoConfig.from_pretrained(str(model_dir)).num_hidden_layers
+    if trainable_layers is None:
+        return 0
+    if not 0 < trainable_layers <= n:
+        raise ValueError(f"{knob} = {trainable_layers}: the encoder has {n} layers, so trainable_layers must be "
+                         f"between 1 and {n} (or null for all)")
+    return n - int(trainable_layers)
+
+
+def check_bank(bank: StateBank, path, model_dir, trainable_layers: int | None, *, knob: str, stage: str) -> StateBank:
+    """``bank`` (loaded from ``path``) when its frozen depth is the one ``knob`` = ``trainable_layers`` asks for; else
+    an error naming the stage to rerun (its states were saved under another setting)."""
+    want = frozen_count(model_dir, trainable_layers, knob=knob)
+    if bank.n_frozen != want:
+        raise ValueError(f"{path} holds {bank.n_frozen} frozen layers, {knob} = {trainable_layers} asks for {want}: "
+                         f"rerun the {stage} stage")
+    return bank
+
+
 def save_npz(path, **arrays: np.ndarray) -> None:
     """``np.savez`` written atomically (a temporary file, then renamed)."""
     from .atomic import atomic_path

@@ -25,7 +25,7 @@
 # %%
 import pandas as pd
 
-from biaslab import config, models
+from biaslab import config, frozen, models
 from biaslab.cscl import augment, tasks
 from biaslab.cscl import train as ct
 from biaslab.io import write_csv, write_parquet
@@ -99,7 +99,7 @@ pd.DataFrame({"text": viewed["text"].head(3).to_numpy(), "view 1": [v[0] for v i
 # ## The frozen bottom of the encoder, once per text and view
 
 # %%
-n_frozen = ct.frozen_count(M[C.backbone], C.train.trainable_layers)
+n_frozen = frozen.frozen_count(M[C.backbone], C.train.trainable_layers, knob="cscl.train.trainable_layers")
 bank = ct.compute_states(M[C.backbone], [*rows["text"], *(v for vs in views for v in vs)], n_frozen=n_frozen,
                          max_length=C.train.max_length, batch_size=C.train.batch_size, device=P.common.device)
 bank.save(OUT / "states.npz")

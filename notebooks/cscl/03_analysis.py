@@ -39,6 +39,7 @@ tasks = ...  # cscl.tasks
 seeds = ...  # cscl.seeds
 methods = ...  # cscl.methods
 f1_bound = ...  # cscl.claims.f1_bound
+eo_similar_share = ...  # cscl.claims.eo_similar_share
 degenerate_share = ...  # cscl.claims.degenerate_share
 panels = ...  # cscl.embedding_plot.panels
 perplexity = ...  # cscl.embedding_plot.perplexity
@@ -86,6 +87,7 @@ S = C.sensitivity
 default = experiment.default_label(C.methods[S.method], C.train.pretrain_batch_size, C.augment.strategy)
 sens = sensitivity.sensitivity_frame(preds, pd.read_parquet(ROOT / "data/processed/cscl/sensitivity/predictions.parquet"),
                                   task=S.task, method=S.method, lambdas=S.lambdas, seeds=S.seed_subset, default=default)
+sens = sensitivity.sensitivity_settings(sens)  # built once: the table, the claims and the competence read them
 sens_table = sensitivity.sensitivity_results(sens, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
 write_csv(OUT / "sensitivity.csv", sens_table)
 fig = sensitivity.sensitivity_figure(sens_table, S.task)
@@ -106,8 +108,8 @@ tests, majority = findings.task_inputs(ROOT / "data/processed/cscl/tasks", C.tas
 features = {s: experiment.load_features(ROOT / f"data/processed/cscl/features/seed{s}.npz") for s in C.seeds}
 leakage = findings.Leakage(features, tests, folds=C.embedding_plot.probe_folds, seed=P.common.seed)
 claim_rows, competence = findings.paper_claims(preds, sens, leakage, majority, C.methods, C.claims, task=S.task,
-                                               default=default, level=U.confidence, rounds=U.rounds,
-                                               seed=P.common.seed)
+                                               method=S.method, default=default, level=U.confidence,
+                                               rounds=U.rounds, seed=P.common.seed)
 write_csv(OUT / "competence.csv", competence)
 claims = cl.write(OUT / "claims.csv", claim_rows)
 write_json(OUT / "metrics.json", {"summary": summary.to_dict("records"), "claims": cl.summary(claims)})

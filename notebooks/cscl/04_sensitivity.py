@@ -24,7 +24,7 @@
 import pandas as pd
 from IPython.display import display
 
-from biaslab import config, models
+from biaslab import config, frozen, models
 from biaslab.cscl import augment, experiment, terms
 from biaslab.cscl import train as ct
 from biaslab.io import write_csv, write_parquet
@@ -83,11 +83,8 @@ M = models.preflight([C.backbone, *([A.lm] if uses_lm else [])], P.models)
 method = C.methods[S.method]
 rows = pd.read_parquet(TASK / "rows.parquet")
 views = pd.read_parquet(TASK / "views.parquet").set_index("text")["views"]
-bank = ct.StateBank.load(TASK / "states.npz")
-if bank.n_frozen != ct.frozen_count(M[C.backbone], C.train.trainable_layers):
-    raise ValueError(f"{TASK / 'states.npz'} holds {bank.n_frozen} frozen layers, cscl.train.trainable_layers asks "
-                     "for another number: rerun the cscl_data stage")
-test = rows[rows["split"] == "test"].reset_index(drop=True)
+bank = frozen.check_bank(ct.StateBank.load(TASK / "states.npz"), TASK / "states.npz", M[C.backbone],
+                         C.train.trainable_layers, knob="cscl.train.trainable_layers", stage="cscl_data")
 variants = [(label, m, t, views, bank) for label, m, t in experiment.sensitivity_variants(
     method, C.train, temperatures=S.temperatures, batch_sizes=S.batch_sizes, grad_cache_chunk=S.cache_chunk)]
 
@@ -115,21 +112,8 @@ pd.DataFrame([{"variant": label, "temperature": m.temperature, "pretrain_batch_s
                "grad_cache_chunk": t.grad_cache_chunk} for label, m, t, _, _ in variants])
 
 # %%
-results, predictions = [], []
-for seed in S.seed_subset:
-    for label, m, t, v, b in variants:
-        for lam in S.lambdas:
-            res = experiment.run_method(m, lam, rows, v, bank=b, encoder_dir=M[C.backbone], train=t, seed=seed,
-                                        device=P.common.device)
-            row, pred = experiment.outcome(res, test, {"task": S.task, "method": S.method, "variant": label,
-                                                       "value": lam, "seed": seed},
-                                           epochs_run=res["log"]["epochs_run"])
-            results.append(row)
-            predictions.append(pred)
-            print(f"{label} λ={lam:g} seed {seed}: F1 {row['f1']:.3f}, ΔEO {row['eo_gap']:.3f}")
-
-table = pd.DataFrame(results)
+table, predictions = experiment.run_sensitivity(variants, rows, task=S.task, method=S.method, lambdas=S.lambdas,
+                                                seeds=S.seed_subset, encoder_dir=M[C.backbone], device=P.common.device)
 write_csv(ROOT / "reports/cscl/train/sensitivity.csv", table)
-write_parquet(ROOT / "data/processed/cscl/sensitivity/predictions.parquet", pd.concat(predictions, ignore_index=True),
-              index=False)
+write_parquet(ROOT / "data/processed/cscl/sensitivity/predictions.parquet", predictions, index=False)
 table

@@ -12,6 +12,10 @@ from ..config import Section
 Task = Literal["madlibs_race", "wiki_race", "sbic_race", "bios_gender", "genderqa_topic", "jigsaw_race",
                "biasbios_full"]
 Mode = Literal["ce", "contrastive", "one_stage", "adversarial", "inlp"]
+# the knobs each mode needs (a method's, and its training objective's, biaslab.cscl.train.Objective)
+NEEDS: dict[str, tuple[str, ...]] = {"ce": (), "contrastive": ("temperature",), "one_stage": ("temperature", "gamma"),
+                                     "adversarial": ("n_adversaries", "lam_diff", "adv_hidden"),
+                                     "inlp": ("min_accuracy", "by_class")}
 
 
 class CsclSplits(Section):
@@ -95,10 +99,7 @@ class CsclMethod(Section):
 
     @model_validator(mode="after")
     def _needs(self):
-        need = {"contrastive": ("temperature",), "one_stage": ("temperature", "gamma"),
-                "adversarial": ("n_adversaries", "lam_diff", "adv_hidden"), "inlp": ("min_accuracy", "by_class"),
-                "ce": ()}[self.mode]
-        missing = [k for k in need if getattr(self, k) is None]
+        missing = [k for k in NEEDS[self.mode] if getattr(self, k) is None]
         if missing:
             raise ValueError(f"a {self.mode} method needs {missing}")
         if self.mode != "ce" and not self.grid:
@@ -150,6 +151,7 @@ class CsclClaims(Section):
     """Bounds the claim checks use (``biaslab.cscl.findings``)."""
 
     f1_bound: float = Field(gt=0)  # "comparable F1": two-stage F1 at least one-stage F1 minus this
+    eo_similar_share: float = Field(gt=0, lt=1)  # "similar" ΔEO of two methods: within this share of CE's ΔEO
     degenerate_share: float = Field(gt=0.5, le=1)  # a setting predicting one class for this share of rows is constant
 
 

@@ -1,7 +1,7 @@
 """One cscl run = one method × one trade-off value × one seed on one task (§4.2, App. B.2): train, predict the
 test split, score it (:func:`biaslab.metrics.fairness.equalized_odds_gaps`). A train stage calls :func:`run_seed`
-(every task and setting of one seed), the sensitivity stage :func:`run_method` and :func:`outcome`; everything
-they need arrives as arguments."""
+(every task and setting of one seed), the sensitivity stage :func:`run_sensitivity`; everything they need arrives
+as arguments."""
 
 from __future__ import annotations
 
@@ -10,27 +10,23 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..frozen import check_bank
 from ..metrics.fairness import equalized_odds_gaps
 from . import head as hd
 from . import train as ct
+from .config import NEEDS
 from .inlp import debiasing_projections
 
 SCORES = ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "n")
 
 
 def objective(method, value: float | None) -> ct.Objective:
-    """The training objective of a method (a ``cscl.methods`` entry) at one grid value."""
+    """The training objective of a method (a ``cscl.methods`` entry) at one grid value: its mode's knobs
+    (:data:`biaslab.cscl.config.NEEDS`) and λ."""
     m = method.mode
-    if m == "ce":
-        return ct.Objective("ce")
-    if m == "contrastive":
-        return ct.Objective("contrastive", lam=value, temperature=method.temperature)
-    if m == "one_stage":
-        return ct.Objective("one_stage", lam=value, gamma=method.gamma, temperature=method.temperature)
-    if m == "adversarial":
-        return ct.Objective("adversarial", lam=value, n_adversaries=method.n_adversaries, lam_diff=method.lam_diff,
-                            adv_hidden=method.adv_hidden)
-    raise ValueError(f"{m} has no training objective of its own (inlp works on a CE encoder's features)")
+    if m not in ct.MODES:
+        raise ValueError(f"{m} has no training objective of its own (inlp works on a CE encoder's features)")
+    return ct.Objective(m, **({} if m == "ce" else {"lam": value}), **{k: getattr(method, k) for k in NEEDS[m]})
 
 
 def score(rows: pd.DataFrame, pred: np.ndarray) -> dict:
@@ -122,10 +118,8 @@ def run_seed(methods: Mapping, tasks: Sequence[str], tasks_dir, *, encoder_dir, 
         folder = Path(tasks_dir) / task
         rows = pd.read_parquet(folder / "rows.parquet")
         views = pd.read_parquet(folder / "views.parquet").set_index("text")["views"]
-        bank = ct.StateBank.load(folder / "states.npz")
-        if bank.n_frozen != ct.frozen_count(encoder_dir, train.trainable_layers):
-            raise ValueError(f"{folder / 'states.npz'} holds {bank.n_frozen} frozen layers, cscl.train."
-                             "trainable_layers asks for another number: rerun the cscl_data stage")
+        bank = check_bank(ct.StateBank.load(folder / "states.npz"), folder / "states.npz", encoder_dir,
+                          train.trainable_layers, knob="cscl.train.trainable_layers", stage="cscl_data")
         test = rows[rows["split"] == "test"].reset_index(drop=True)
         ce_features = None
         for name in order:
@@ -147,6 +141,29 @@ def run_seed(methods: Mapping, tasks: Sequence[str], tasks_dir, *, encoder_dir, 
                 features[f"{task}|{name}|{value}"] = res["test_features"].astype("float32")
                 print(f"{task} {name} {value}: F1 {row['f1']:.3f}, ΔEO {row['eo_gap']:.3f}")
     return pd.DataFrame(results), pd.concat(predictions, ignore_index=True), features
+
+
+def run_sensitivity(variants: Sequence[tuple], rows: pd.DataFrame, *, task: str, method: str,
+                    lambdas: Sequence[float], seeds: Sequence[int], encoder_dir,
+                    device: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every seed × variant × λ of the sensitivity study (§4.2 RQ3; the ``cscl_sensitivity`` stage): the result
+    table (one row per run, :func:`outcome`, with its ``variant`` and ``epochs_run``) and the test predictions.
+    ``variants``: (label, method section, ``cscl.train`` section, views, state bank) as :func:`sensitivity_variants`
+    and :func:`augmented_inputs` build them; ``method``: the varied method's name in ``cscl.methods``; ``rows``: the
+    task with its ``split`` column."""
+    test = rows[rows["split"] == "test"].reset_index(drop=True)
+    results, predictions = [], []
+    for seed in seeds:
+        for label, m, t, views, bank in variants:
+            for lam in lambdas:
+                res = run_method(m, lam, rows, views, bank=bank, encoder_dir=encoder_dir, train=t, seed=seed,
+                                 device=device)
+                row, pred = outcome(res, test, {"task": task, "method": method, "variant": label, "value": lam,
+                                                "seed": seed}, epochs_run=res["log"]["epochs_run"])
+                results.append(row)
+                predictions.append(pred)
+                print(f"{label} λ={lam:g} seed {seed}: F1 {row['f1']:.3f}, ΔEO {row['eo_gap']:.3f}")
+    return pd.DataFrame(results), pd.concat(predictions, ignore_index=True)
 
 
 def run_inlp(method, rows: pd.DataFrame, features: dict[str, np.ndarray], *, train, seed: int) -> dict[float, dict]:

@@ -18,7 +18,7 @@ import pandas as pd
 from .. import claims as cl
 from .. import competence as comp
 from . import sensitivity
-from .settings import Setting, checks_of, contrast, settings
+from .settings import Setting, checks_of, contrast, settings, spread_ratio
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -66,8 +66,8 @@ def competence(sets: Mapping[tuple, Setting], majority: Mapping[str, int], *, de
     return comp.table(rows)
 
 
-def claims(sets: Mapping[tuple, Setting], methods: Mapping, *, f1_bound: float, rounds: int,
-           seed: int) -> list[cl.Pending]:
+def claims(sets: Mapping[tuple, Setting], methods: Mapping, *, f1_bound: float, eo_similar_share: float,
+           biasbios_task: str, rounds: int, seed: int) -> list[cl.Pending]:
     """The paper's §4.2 claims, per task, before :func:`biaslab.claims.finalize` judges them. ``sets``: every seed's
     test predictions as settings (:func:`settings`); ``methods``: the ``cscl.methods`` section
     (names → mode). The paper gives its effects only in figures, so no claim has a paper effect: a verdict says
@@ -76,7 +76,12 @@ def claims(sets: Mapping[tuple, Setting], methods: Mapping, *, f1_bound: float, 
     RQ1 (Fig. 2): as λ grows the ΔEO of one- and two-stage CL shrinks (largest λ vs λ = 0) at the cost of F1; the
     change of ΔEO is larger in two-stage than in one-stage CL, whose F1 is "comparable or better" (non-inferiority:
     two-stage F1 minus one-stage F1 above −``f1_bound``). RQ2 (Fig. 3): CL at its largest λ has a lower ΔEO than CE
-    and than each adversarial baseline at its largest λ_adv. Each claim requires the competence checks
+    and than each adversarial baseline at its largest λ_adv; INLP (its largest N_clf) too has a lower ΔEO than each
+    adversarial baseline ("adversarial methods … consistently perform worse than CL-based methods and INLP"); two-stage
+    CL's ΔEO varies less over seeds than INLP's ("more consistent results, i.e. lower variance":
+    :func:`~biaslab.cscl.settings.spread_ratio`); and on ``biasbios_task`` (our stand-in for biasbios, where the
+    paper finds the two "similar") two-stage CL and INLP reach the same ΔEO within ±``eo_similar_share`` of CE's ΔEO
+    and the same F1 within ±``f1_bound`` (equivalence tests). Each claim requires the competence checks
     (:func:`competence`) of the settings it compares."""
     by_mode = {mode: [n for n, m in methods.items() if m.mode == mode] for mode in
                ("ce", "contrastive", "one_stage", "adversarial", "inlp")}
@@ -136,6 +141,46 @@ def claims(sets: Mapping[tuple, Setting], methods: Mapping, *, f1_bound: float, 
                 out.append(cl.effect(f"{task}: two-stage CL (λ = {top:g}) has a lower ΔEO than {adv} "
                                      f"(λ_adv = {top_adv:g})", "§4.2 RQ2, Fig. 3", "ΔEO lower",
                                      ev("eo_gap", (a, 1), (b, -1)), direction=-1, requires=needs(a, b)))
+        out += _inlp_claims(sets, task, by_mode, ev, needs, f1_bound=f1_bound, eo_similar_share=eo_similar_share,
+                            similar=task == biasbios_task)
+    return out
+
+
+def _inlp_claims(sets, task: str, by_mode, ev, needs, *, f1_bound: float, eo_similar_share: float,
+                 similar: bool) -> list[cl.Pending]:
+    """:func:`claims`' rows on INLP (§4.2 RQ2, Fig. 3), each at the largest N_clf of the grid."""
+    out = []
+    for inlp in by_mode["inlp"]:
+        if (top_n := _strongest(sets, task, inlp)) is None:
+            continue
+        b = (task, inlp, top_n)
+        for adv in by_mode["adversarial"]:
+            if (top_adv := _strongest(sets, task, adv)) is None:
+                continue
+            a = (task, adv, top_adv)
+            out.append(cl.effect(f"{task}: INLP (N = {top_n:g}) has a lower ΔEO than {adv} (λ_adv = {top_adv:g})",
+                                 "§4.2 RQ2, Fig. 3", "adversarial methods perform worse than CL and INLP",
+                                 ev("eo_gap", (b, 1), (a, -1)), direction=-1, requires=needs(b, a)))
+        for name in by_mode["contrastive"]:
+            if (top := _strongest(sets, task, name)) is None:
+                continue
+            a = (task, name, top)
+            out.append(cl.effect(f"{task}: two-stage CL (λ = {top:g}) varies less over seeds than INLP "
+                                 f"(N = {top_n:g}): log ratio of their ΔEO variances", "§4.2 RQ2, Fig. 3",
+                                 "two-stage CL achieves more consistent results (lower variance)",
+                                 spread_ratio(sets[a], sets[b], "eo_gap"), direction=-1, requires=needs(a, b)))
+            ce = [(task, n, -1) for n in by_mode["ce"] if (task, n, -1) in sets]
+            if not similar or not ce:
+                continue
+            bound = eo_similar_share * sets[ce[0]].metric("eo_gap", np.arange(len(sets[ce[0]].y)))
+            out.append(cl.no_change(f"{task}: two-stage CL (λ = {top:g}) and INLP (N = {top_n:g}) reach a similar "
+                                    f"ΔEO, within ±{bound:.3g} ({eo_similar_share:.0%} of CE's)", "§4.2 RQ2",
+                                    "similar performance and fairness trade-offs (biasbios)",
+                                    ev("eo_gap", (a, 1), (b, -1)), bound=bound, requires=needs(a, b, ce[0])))
+            out.append(cl.no_change(f"{task}: two-stage CL (λ = {top:g}) and INLP (N = {top_n:g}) reach a similar "
+                                    f"F1, within ±{f1_bound:g}", "§4.2 RQ2",
+                                    "similar performance and fairness trade-offs (biasbios)",
+                                    ev("f1", (a, 1), (b, -1)), bound=f1_bound, requires=needs(a, b)))
     return out
 
 
@@ -176,17 +221,20 @@ def leakage_checks(leakage: Leakage, methods: Mapping) -> list[cl.Pending]:
     return out
 
 
-def paper_claims(preds: pd.DataFrame, sens: pd.DataFrame, leakage: Leakage, majority: Mapping[str, int],
-                 methods: Mapping, C, *, task: str, default: str, level: float, rounds: int,
-                 seed: int) -> tuple[list[cl.Claim], pd.DataFrame]:
+def paper_claims(preds: pd.DataFrame, sens: Mapping[tuple[str, float], Setting], leakage: Leakage,
+                 majority: Mapping[str, int], methods: Mapping, C, *, task: str, method: str, default: str,
+                 level: float, rounds: int, seed: int) -> tuple[list[cl.Claim], pd.DataFrame]:
     """(claims table rows, competence table): what cscl_analysis writes. ``methods``: ``cscl.methods``; ``C``:
-    ``cscl.claims``; ``sens`` (:func:`biaslab.cscl.sensitivity.sensitivity_frame`), ``task`` and ``default``: the sensitivity study's;
-    ``majority``: as :func:`competence`."""
-    sets = settings(pd.concat([preds, sensitivity.as_settings(sens, task, default)], ignore_index=True))
+    ``cscl.claims``; ``sens`` (:func:`biaslab.cscl.sensitivity.sensitivity_settings`), ``task``, ``method`` and
+    ``default``: the sensitivity study's (``task`` is also our biasbios); ``majority``: as :func:`competence`."""
+    sets = settings(preds) | sensitivity.as_settings(sens, task, default)
+    sets = dict(sorted(sets.items(), key=lambda kv: kv[0]))  # (task, method, value) order, as one groupby gives
     comp_table = competence(sets, majority, degenerate_share=C.degenerate_share, level=level, rounds=rounds,
                             seed=seed)
-    pending = (claims(sets, methods, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
-               + sensitivity.sensitivity_claims(sens, task=task, default=default, f1_bound=C.f1_bound, rounds=rounds, seed=seed)
+    pending = (claims(sets, methods, f1_bound=C.f1_bound, eo_similar_share=C.eo_similar_share, biasbios_task=task,
+                      rounds=rounds, seed=seed)
+               + sensitivity.sensitivity_claims(sens, task=task, method=method, default=default, f1_bound=C.f1_bound,
+                                                rounds=rounds, seed=seed)
                + leakage_checks(leakage, methods))
     return cl.finalize(pending, level=level, competence_table=comp_table), comp_table
 

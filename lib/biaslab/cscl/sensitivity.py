@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as cl
-from .. import stats
 from .settings import Setting, checks_of, contrast
 
 
@@ -28,30 +27,39 @@ def sensitivity_frame(main_preds: pd.DataFrame, sens_preds: pd.DataFrame, *, tas
     return pd.concat([base.assign(variant=default)[cols], sens_preds[cols]], ignore_index=True)
 
 
-def sensitivity_results(frame: pd.DataFrame, *, rounds: int, confidence: float, seed: int) -> pd.DataFrame:
-    """Per (variant, λ): F1 and ΔEO (mean over seeds) with percentile bootstrap intervals over the test rows."""
+def sensitivity_settings(frame: pd.DataFrame) -> dict[tuple[str, float], Setting]:
+    """Every (variant, λ) of :func:`sensitivity_frame` as one :class:`Setting`, built once: the table, the claims and
+    the competence checks read the same settings, so each draws its bootstrap resamples once
+    (:meth:`Setting.draws`)."""
+    return {(v, lam): Setting(g) for (v, lam), g in frame.groupby(["variant", "value"], sort=False)}
+
+
+def sensitivity_results(sets: dict[tuple[str, float], Setting], *, rounds: int, confidence: float,
+                        seed: int) -> pd.DataFrame:
+    """Per (variant, λ) of :func:`sensitivity_settings`: F1 and ΔEO (mean over seeds) with percentile bootstrap
+    intervals over the test rows (the resamples every claim shares, :meth:`Setting.draws`)."""
+    tail = 100 * (1 - confidence) / 2
     out = []
-    for (variant, value), g in frame.groupby(["variant", "value"], sort=False):
-        s = Setting(g)
+    for (variant, value), s in sets.items():
         row = {"variant": variant, "value": value, "seeds": s.pred.shape[1], "min_top_pred_share": s.constant_share()}
         for metric in ("f1", "eo_gap"):
-            est = stats.ci_statistic(len(s.y), lambda ix, s=s, metric=metric: s.metric(metric, ix), rounds=rounds,
-                                     confidence=confidence, seed=seed)
-            row |= {metric: est.value, f"{metric}_ci_low": est.ci_low, f"{metric}_ci_high": est.ci_high}
+            draws = s.draws(metric, rounds, seed)
+            lo, hi = np.percentile(draws[np.isfinite(draws)], [tail, 100 - tail])
+            row |= {metric: s.metric(metric, np.arange(len(s.y))), f"{metric}_ci_low": float(lo),
+                    f"{metric}_ci_high": float(hi)}
         out.append(row)
     return pd.DataFrame(out)
 
 
-def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound: float, rounds: int,
-                       seed: int) -> list[cl.Pending]:
+def sensitivity_claims(sets: dict[tuple[str, float], Setting], *, task: str, method: str, default: str,
+                       f1_bound: float, rounds: int, seed: int) -> list[cl.Pending]:
     """RQ3 (§4.2, Fig. 4): "two-stage CL is stable under a wide range of parameter settings: the equalized odds gaps
     are consistently decreasing when λ = 5 and the F1 scores are relatively high". Per variant: ΔEO at the largest λ
     minus ΔEO at λ = 0 (expected < 0), and F1 at the largest λ against the default setting's (non-inferiority within
-    −``f1_bound``); :func:`contrast` gives the evidence. Each requires its settings' competence checks (the default
-    variant's are the main stage's settings)."""
-    sets = {(v, lam): Setting(g) for (v, lam), g in frame.groupby(["variant", "value"], sort=False)}
-    top, zero = max(frame["value"]), 0.0
-    method = frame["method"].iloc[0]
+    −``f1_bound``); :func:`contrast` gives the evidence. ``sets``: :func:`sensitivity_settings`; ``method``: the
+    varied method's name. Each requires its settings' competence checks (the default variant's are the main stage's
+    settings)."""
+    top, zero = max(lam for _, lam in sets), 0.0
 
     def key(variant, lam):
         return (task, method, lam) if variant == default else (task, f"two-stage CL, {variant}", lam)
@@ -60,7 +68,7 @@ def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound
         return tuple(c for v, lam in pairs for c in checks_of(key(v, lam)))
 
     out = []
-    for variant in dict.fromkeys(frame["variant"]):
+    for variant in dict.fromkeys(v for v, _ in sets):
         hi, lo = (variant, top), (variant, zero)
         if lo not in sets or hi not in sets or top == zero:
             continue
@@ -77,11 +85,11 @@ def sensitivity_claims(frame: pd.DataFrame, *, task: str, default: str, f1_bound
     return out
 
 
-def as_settings(sens: pd.DataFrame, task: str, default: str) -> pd.DataFrame:
-    """The sensitivity stage's varied settings as (task, method, value) predictions — method "two-stage CL, τ=0.5"
-    — so :func:`biaslab.cscl.findings.competence` checks them too (the default variant's runs are the main stage's)."""
-    varied = sens[sens["variant"] != default]
-    return varied.assign(task=task, method="two-stage CL, " + varied["variant"])
+def as_settings(sets: dict[tuple[str, float], Setting], task: str, default: str) -> dict[tuple, Setting]:
+    """The sensitivity stage's varied settings keyed as the main stage's, (task, method, value) — method "two-stage
+    CL, τ=0.5" — so :func:`biaslab.cscl.findings.competence` checks them too (the default variant's runs are the main
+    stage's)."""
+    return {(task, f"two-stage CL, {v}", lam): s for (v, lam), s in sets.items() if v != default}
 
 
 def sensitivity_figure(results: pd.DataFrame, task: str):

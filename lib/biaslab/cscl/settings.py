@@ -144,6 +144,21 @@ def contrast(terms: list[tuple[Setting, float]], metric: str, *, rounds: int, se
                                f"effective units (Welch–Satterthwaite: {k} seeds, {n} test rows)")
 
 
+def spread_ratio(a: Setting, b: Setting, metric: str) -> cl.Evidence:
+    """How much less ``a``'s ``metric`` (on all test rows) varies over its seeds than ``b``'s: the log ratio of their
+    variances, log(s²_a / s²_b) (< 0: ``a`` is the more consistent). Its standard error is the normal-theory
+    √(2/(k_a − 1) + 2/(k_b − 1)) and the interval a t on k_a + k_b − 2 degrees of freedom — at 5 seeds each ±2.31 in
+    log units at 95 %, against ±2.26 for the exact F interval of a variance ratio (so no narrower than it)."""
+    full = np.arange(len(a.y))
+    va, vb = a.per_seed(metric, full), b.per_seed(metric, full)
+    ka, kb = len(va), len(vb)
+    if min(ka, kb) < 2 or min(va.var(ddof=1), vb.var(ddof=1)) <= 0:
+        return cl.Evidence.from_se(NAN, NAN, 0, "seeds")
+    value = math.log(va.var(ddof=1) / vb.var(ddof=1))
+    return cl.Evidence.from_se(value, math.sqrt(2 / (ka - 1) + 2 / (kb - 1)), ka + kb - 1,
+                               f"seeds ({ka} and {kb}; log ratio of variances)")
+
+
 def label(key: tuple) -> str:
     _, method, value = key
     return method if value == -1 else f"{method} (λ = {value:g})"

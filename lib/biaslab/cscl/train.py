@@ -44,6 +44,7 @@ from ..layers import grad_reverse
 from ..losses import cs_infonce_loss, supcon_loss
 from ..runtime import progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
+from .config import NEEDS
 from .head import mlp_head
 
 MODES = ("ce", "contrastive", "one_stage", "adversarial")
@@ -51,8 +52,9 @@ MODES = ("ce", "contrastive", "one_stage", "adversarial")
 
 @dataclass(frozen=True)
 class Objective:
-    """The knobs of one method (``cscl.methods`` in params.yaml). ``None`` = not used by this mode; each mode's own
-    knobs are required (checked here), and the stage builds every objective from params."""
+    """The knobs of one method (``cscl.methods`` in params.yaml) at one λ. ``None`` = not used by this mode; each
+    mode's own knobs (:data:`biaslab.cscl.config.NEEDS`, the table params.yaml is checked with) are required, and
+    the stage builds every objective from params (:func:`biaslab.cscl.experiment.objective`)."""
 
     mode: str
     lam: float = 0.0           # λ: weight of L_CS-InfoNCE (contrastive, one_stage) or λ_adv (adversarial)
@@ -65,9 +67,7 @@ class Objective:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"unknown cscl objective {self.mode!r}: choose from {list(MODES)}")
-        needs = {"contrastive": ("temperature",), "one_stage": ("temperature", "gamma"),
-                 "adversarial": ("n_adversaries", "lam_diff", "adv_hidden"), "ce": ()}[self.mode]
-        for name in needs:
+        for name in NEEDS[self.mode]:
             if getattr(self, name) is None:
                 raise ValueError(f"cscl objective {self.mode}: {name} must be given")
         for name in ("lam", "gamma", "lam_diff"):
@@ -187,16 +187,6 @@ def check_frozen(n_frozen: int, n_layers: int) -> int:
         raise ValueError(f"{n_frozen} frozen layers of a {n_layers}-layer encoder: cscl.train.trainable_layers must be "
                          f"between 1 and {n_layers} (or null for all)")
     return int(n_frozen)
-
-
-def frozen_count(encoder_dir, trainable_layers: int | None) -> int:
-    """How many bottom layers stay frozen for ``trainable_layers`` (None = all layers train = 0 frozen)."""
-    from transformers import AutoConfig
-
-    n = AutoConfig.from_pretrained(str(encoder_dir)).num_hidden_layers
-    if trainable_layers is None:
-        return 0
-    return check_frozen(n - int(trainable_layers), n)
 
 
 def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_length: int, batch_size: int,

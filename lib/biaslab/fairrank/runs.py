@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data import msmarco
-from ..frozen import StateBank
+from ..frozen import StateBank, check_bank
 from . import prepare
 from . import train as ft
 from .findings import ranker_id
@@ -32,10 +32,8 @@ def train_seed(backbones, rankers, T, model_dirs: Mapping[str, str], banks: Mapp
     train_rows = train_rows.drop_duplicates(["qid", "docid"])[["qid", "query", "docid"]].reset_index(drop=True)
     scores, log = [], []
     for backbone in backbones:
-        bank = banks[backbone]
-        if bank.n_frozen != ft.frozen_count(model_dirs[backbone], T.trainable_layers):
-            raise ValueError(f"the saved states of {backbone} hold {bank.n_frozen} frozen layers, "
-                             "fairrank.train.trainable_layers asks for another number: rerun the fairrank_data stage")
+        bank = check_bank(banks[backbone], f"the saved states of {backbone}", model_dirs[backbone],
+                          T.trainable_layers, knob="fairrank.train.trainable_layers", stage="fairrank_data")
         inputs = ft.make_inputs(model_dirs[backbone], bank, texts, T.max_length, family=T.family)
         for name, spec in rankers.items():
             data = pairs

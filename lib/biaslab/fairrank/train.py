@@ -76,19 +76,6 @@ class Objective:
             raise ValueError("the AdvBERT adversary needs the pairwise objective and adv_hidden > 0")
 
 
-def frozen_count(model_dir, trainable_layers: int | None) -> int:
-    """Bottom layers kept frozen for ``trainable_layers`` (None: 0, the whole model trains)."""
-    from transformers import AutoConfig
-
-    n = AutoConfig.from_pretrained(str(model_dir)).num_hidden_layers
-    if trainable_layers is None:
-        return 0
-    if not 0 < trainable_layers <= n:
-        raise ValueError(f"fairrank.train.trainable_layers = {trainable_layers}: the encoder has {n} layers (use 1..{n} "
-                         "or null for all)")
-    return n - int(trainable_layers)
-
-
 def build_ranker(model_dir, objective: Objective, *, family: str, n_frozen: int, seed: int):
     """A ranker of ``family`` (an ``nn.Module``) on the encoder in ``model_dir``; new layers (the cross-encoder's
     head, the adversary) are initialised from ``seed``. With ``n_frozen`` > 0 it reads frozen-bottom states instead
