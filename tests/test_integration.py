@@ -86,6 +86,12 @@ def test_intersect_outputs_are_sane(pipeline):
 
     claims = cl.read(root / "reports/intersect/results/claims.csv")
     assert set(claims["verdict"]) <= set(cl.MAGNITUDE_VERDICTS) and len(claims) and claims["mde"].notna().all()
+    from biaslab import competence
+
+    checks = competence.read(root / "reports/intersect/results/competence.csv")["check"]
+    log = pd.read_csv(root / "reports/intersect/results/baselines_log.csv")
+    assert len(log) == 4 and set(log["stopped_by"]) <= {"converged", "early_stopping", "max_epochs"}
+    assert sum(c.endswith("is trained to convergence") for c in checks) == 4  # two classifiers on each corpus
     for fig in ("fig2_in_domain.png", "fig3_cross_domain.png", "fig4_5_k_sweep.png"):
         assert (root / "reports/intersect/results" / fig).read_bytes()[:4] == b"\x89PNG"
 

@@ -1,5 +1,7 @@
 """Soft Hamming loss against a direct computation; classifier label decoding; Fig. 21 answer parsing."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 import torch
@@ -48,10 +50,41 @@ def test_classifier_learns_a_separable_toy_task(capsys):
     space = ["caste", "gender", "unbiased"]
     for loss in ("bce", "soft_hamming"):
         clf = bl.MultiLabelClassifier(model_dir("minilm"), space, loss=loss, tau=0.7, device="cpu", max_length=32)
-        log = clf.fit(texts, labels, epochs=8, batch_size=6, learning_rate=1e-3, seed=0, val_fraction=0.1,
-                      patience=3 if loss == "soft_hamming" else None)
-        assert np.isfinite(log["train_loss"])
+        log = clf.fit(texts, labels, epochs=8, batch_size=6, learning_rate=1e-3, head_learning_rate=1e-3,
+                      converge_tol=0.01, seed=0, val_fraction=0.1, patience=3 if loss == "soft_hamming" else None)
+        assert np.isfinite(log["train_loss"]) and len(log["loss_per_epoch"]) == round(log["epochs_run"])
+        assert log["stopped_by"] in ("converged", "early_stopping", "max_epochs")
+        if log["stopped_by"] == "converged":  # stopped by the tolerance: the last epoch moved the loss < 1 %
+            assert log["last_change"] < 0.01 and log["epochs_run"] < 8
         assert clf.predict(["women are bad drivers", "a sunny day in the park"], 0.5) == [["gender"], ["unbiased"]]
         printed = capsys.readouterr()
         printed = printed.out + printed.err  # the trainer's log, printed into the executed notebook ...
         assert "loss" in printed and "runtime" not in printed and "per_second" not in printed  # ... sans wall-clock
+
+
+@pytest.mark.slow
+def test_a_classifier_stops_once_its_training_loss_settles():
+    """converge_tol: training ends at the first epoch whose mean loss is within the tolerance of the one before; a
+    tolerance no epoch meets runs every epoch (max_epochs)."""
+    texts = ["women are bad drivers", "the caste system is fair", "a sunny day in the park"] * 4
+    labels = [["gender"], ["caste"], ["unbiased"]] * 4
+    space = ["caste", "gender", "unbiased"]
+    runs = {}
+    for tol in (0.5, 1e-9):
+        clf = bl.MultiLabelClassifier(model_dir("minilm"), space, loss="bce", tau=0.7, device="cpu", max_length=16)
+        runs[tol] = clf.fit(texts, labels, epochs=4, batch_size=12, learning_rate=1e-4, head_learning_rate=1e-3,
+                            converge_tol=tol, seed=0, val_fraction=0.1, patience=None)
+    loose, strict = runs[0.5], runs[1e-9]
+    assert strict["stopped_by"] == "max_epochs" and strict["epochs_run"] == 4 and len(strict["loss_per_epoch"]) == 4
+    losses = loose["loss_per_epoch"]
+    changes = [abs(b / a - 1) for a, b in pairwise(losses)]
+    assert loose["stopped_by"] == "converged" and loose["epochs_run"] == len(losses) < 4
+    assert changes[-1] == pytest.approx(loose["last_change"], rel=1e-3) and changes[-1] < 0.5  # its first settled epoch
+    assert all(c >= 0.5 for c in changes[:-1])
+
+
+def test_the_majority_label_set_is_the_most_frequent_one():
+    import pandas as pd
+
+    train = pd.DataFrame({"labels": [["b", "a"], ["a", "b"], ["c"], ["unbiased"], ["c"]]})
+    assert bl.majority_set(train) == ["a", "b"]  # a tie of two sets: the first in sorted order

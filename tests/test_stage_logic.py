@@ -350,3 +350,48 @@ def test_ragfair_intervals_and_claims_from_card_decisions():
     rows, comp = findings.paper_claims(weak, {}, None, None, E, level=0.95, rounds=500, seed=0)
     assert comp["passed"].tolist() == [False]
     assert {c.verdict for c in rows} == {"untestable"} and all("competence check" in c.rule for c in rows)
+
+
+def _baselines(corpus="indic", n=40, *, same=False, stuck=False):
+    """Per-paragraph Jaccard of two classifiers, the majority label set and a zero-shot LLM, and a training log."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for p in range(n):
+        for model, j in (("Majority label set", 0.2), ("BERT-MultiLabel (minilm)", 0.6),
+                         ("Soft-Hamming (minilm)", 0.6 if same else 0.5), ("Zero-shot LLM (smollm2)", 0.15)):
+            noise = 0.0 if model == "Majority label set" else rng.normal(0, 0.05)
+            if same and model == "Soft-Hamming (minilm)":
+                noise = rows[-1]["jaccard"] - 0.6  # the BCE classifier's score, paragraph for paragraph
+            rows.append({"model": model, "train_corpus": corpus, "subset": "C1", "test_corpus": corpus,
+                         "domain": "in-domain", "paragraph_id": f"p{p}", "test_seen": True, "test_unseen": p % 2 == 0,
+                         "exact_match": 0.0, "jaccard": float(j + noise)})
+    log = pd.DataFrame([
+        {"model": "BERT-MultiLabel (minilm)", "train_corpus": corpus, "subset": "C1", "epochs_run": 20.0 if stuck else 9.0,
+         "stopped_by": "max_epochs" if stuck else "converged", "last_change": 0.05 if stuck else 0.004,
+         "converge_tol": 0.01, "loss_per_epoch": "", "distinct_label_sets": 5},
+        {"model": "Soft-Hamming (minilm)", "train_corpus": corpus, "subset": "C1", "epochs_run": 6.0,
+         "stopped_by": "early_stopping", "last_change": 0.03, "converge_tol": 0.01, "loss_per_epoch": "",
+         "distinct_label_sets": 4}])
+    return pd.DataFrame(rows), log
+
+
+def test_intersect_competence_gates_the_claims_against_a_failed_baseline():
+    from biaslab.intersect import findings
+
+    per, log = _baselines()
+    table = findings.competence(per, log, level=0.95).set_index("check")
+    assert table.loc["indic: BERT-MultiLabel (minilm) on C1 is trained to convergence", "passed"]
+    assert table.loc["indic: Soft-Hamming (minilm) on C1 is trained to convergence", "passed"]  # early stopping
+    assert table.loc["indic: BERT-MultiLabel (minilm) on C1 beats the majority label set", "passed"]
+    assert table.loc["indic: BERT-MultiLabel (minilm) and Soft-Hamming (minilm) on C1 score differently", "passed"]
+    assert not table.loc["indic: Zero-shot LLM (smollm2) beats the majority label set", "passed"]  # below a constant
+    # a classifier still moving at its last epoch, and two classifiers with the same scores, fail
+    per2, log2 = _baselines(same=True, stuck=True)
+    table2 = findings.competence(per2, log2, level=0.95).set_index("check")
+    assert not table2.loc["indic: BERT-MultiLabel (minilm) on C1 is trained to convergence", "passed"]
+    assert not table2.loc["indic: BERT-MultiLabel (minilm) and Soft-Hamming (minilm) on C1 score differently",
+                          "passed"]
+    assert findings.checks_of(table2.reset_index(), "indic", "Soft-Hamming (minilm)") == (
+        "indic: Soft-Hamming (minilm) on C1 is trained to convergence",
+        "indic: Soft-Hamming (minilm) on C1 beats the majority label set",
+        "indic: BERT-MultiLabel (minilm) and Soft-Hamming (minilm) on C1 score differently")

@@ -46,6 +46,8 @@ subsets = ...  # intersect.baselines.subsets
 epochs = ...  # intersect.baselines.epochs
 batch_size = ...  # intersect.baselines.batch_size
 learning_rate = ...  # intersect.baselines.learning_rate
+head_learning_rate = ...  # intersect.baselines.head_learning_rate
+converge_tol = ...  # intersect.baselines.converge_tol
 max_length = ...  # intersect.baselines.max_length
 soft_hamming_backbone = ...  # intersect.baselines.soft_hamming_backbone
 soft_hamming_tau = ...  # intersect.baselines.soft_hamming_tau
@@ -80,7 +82,9 @@ seed_everything(P.common.seed)
 # %%
 corpora = {c: tuple(pd.read_parquet(ROOT / f"data/processed/intersect/{c}/{f}.parquet") for f in ("paragraphs", "splits"))
            for c in ("indic", "western")}
-rows, per_paragraph = bl.classifier_grid(B, corpora, M, device=P.common.device, seed=P.common.seed)
+rows, per_paragraph, log = bl.classifier_grid(B, corpora, M, device=P.common.device, seed=P.common.seed)
+write_csv(ROOT / "reports/intersect/results/baselines_log.csv", log)  # epochs, loss per epoch, what stopped each
+log
 
 # %% [markdown]
 # Zero-shot classification with the Fig. 21 prompt (answers parsed back to labels; anything unparseable counts

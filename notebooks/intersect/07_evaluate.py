@@ -85,16 +85,22 @@ write_csv(OUT / "summary.csv", summary)
 summary.round(3)
 
 # %% [markdown]
-# ## Uncertainty and the paper's claims
-# Paired per-paragraph Jaccard differences (the same held-out paragraphs of each subset C_i) with Student-t
-# intervals at each claim's Holm level; each claim a verdict computed from them (docs/claims.md).
+# ## Competence of the baselines, uncertainty and the paper's claims
+# First the baselines' competence (`docs/intersect.md`): each classifier trained to convergence, beating the
+# majority label set, scoring unlike the other classifier; the zero-shot LLM beating the majority label set. A
+# claim against a baseline that fails is `untestable`. Then paired per-paragraph Jaccard differences (the same
+# held-out paragraphs of each subset C_i) with Student-t intervals at each claim's Holm level; each claim a verdict
+# computed from them (docs/claims.md).
 
 # %%
 U = P.common.uncertainty
 clf = pd.read_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.parquet").assign(k=K)
+competence = findings.competence(clf, pd.read_csv(OUT / "baselines_log.csv"), level=U.confidence)
+write_csv(OUT / "competence.csv", competence)
+display(competence)  # noqa: F821
 claims = cl.write(OUT / "claims.csv", cl.finalize(findings.claims(
     pd.concat([per_paragraph, clf], ignore_index=True), k=K, plateau_from=E.plateau_from, k_max=max(ks),
-    plateau_bound=E.plateau_bound), level=U.confidence))
+    plateau_bound=E.plateau_bound, competence_table=competence), level=U.confidence, competence_table=competence))
 claims
 
 # %%

@@ -26,7 +26,7 @@ from ..runtime import seed_everything, select_device
 from ..train import _deterministic_log_callbacks
 from . import prompts
 from .paragraphs import canonical
-from .splits import TEST_SETS
+from .splits import MAJORITY, TEST_SETS
 
 
 def label_space(paragraphs: pd.DataFrame) -> list[str]:
@@ -83,11 +83,38 @@ class MultiLabelClassifier:
             data["labels"] = to_multi_hot(labels, self.space).tolist()
         return Dataset.from_dict(data)
 
-    def fit(self, texts, labels, *, epochs: int, batch_size: int, learning_rate: float,
-            patience: int | None, val_fraction: float, seed: int) -> dict:
+    def fit(self, texts, labels, *, epochs: int, batch_size: int, learning_rate: float, head_learning_rate: float,
+            converge_tol: float, patience: int | None, val_fraction: float, seed: int) -> dict:
+        """Fine-tune on ``texts`` / ``labels`` (label sets): the encoder at ``learning_rate``, the new head at
+        ``head_learning_rate`` (AdamW in parameter groups under the Trainer's linear schedule), for at most
+        ``epochs`` epochs. Training stops once an epoch's mean training loss is within ``converge_tol`` (relative)
+        of the epoch before — trained to convergence, not for a fixed count — or, with ``patience``, when the loss
+        on ``val_fraction`` of the paragraphs held out stops improving (the paper's early stopping, App. A). The log:
+        ``train_loss``, ``epochs_run``, ``loss_per_epoch``, ``last_change`` (the relative change over the last
+        epoch) and ``stopped_by`` (converged | early_stopping | max_epochs)."""
         import tempfile
 
-        from transformers import DataCollatorWithPadding, EarlyStoppingCallback, Trainer, TrainingArguments
+        import torch
+        from transformers import (
+            DataCollatorWithPadding,
+            EarlyStoppingCallback,
+            Trainer,
+            TrainerCallback,
+            TrainingArguments,
+        )
+
+        class Convergence(TrainerCallback):
+            """Stops at the end of the first epoch whose mean training loss moved less than ``converge_tol``."""
+
+            def __init__(self):
+                self.losses: list[float] = []
+                self.converged = False
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if logs and "loss" in logs:
+                    self.losses.append(float(logs["loss"]))
+                    if len(self.losses) > 1 and abs(self.losses[-1] / self.losses[-2] - 1) < converge_tol:
+                        self.converged = control.should_training_stop = True
 
         from ..runtime import progress_enabled
 
@@ -113,6 +140,12 @@ class MultiLabelClassifier:
             eval_ds = self._dataset([texts[i] for i in val], [labels[i] for i in val])
             texts, labels = [texts[i] for i in tr], [labels[i] for i in tr]
             callbacks = [EarlyStoppingCallback(early_stopping_patience=patience)]
+        convergence = Convergence()
+        base = self.model.base_model_prefix + "."
+        named = list(self.model.named_parameters())
+        optimizer = torch.optim.AdamW([{"params": [p for n, p in named if n.startswith(base)], "lr": learning_rate},
+                                       {"params": [p for n, p in named if not n.startswith(base)],
+                                        "lr": head_learning_rate}], weight_decay=0.0)
         with tempfile.TemporaryDirectory() as scratch:
             args = TrainingArguments(
                 output_dir=scratch, num_train_epochs=epochs, per_device_train_batch_size=batch_size,
@@ -124,10 +157,17 @@ class MultiLabelClassifier:
             )
             trainer = _Trainer(model=self.model, args=args, train_dataset=self._dataset(texts, labels),
                                eval_dataset=eval_ds, data_collator=DataCollatorWithPadding(self.tokenizer),
-                               callbacks=callbacks)
+                               callbacks=[*callbacks, convergence], optimizers=(optimizer, None))
             _deterministic_log_callbacks(trainer)  # no wall-clock in the executed notebook (same params, same bytes)
             result = trainer.train()
-        return {"train_loss": float(result.training_loss), "epochs_run": float(trainer.state.epoch or 0)}
+        losses = convergence.losses
+        epochs_run = float(trainer.state.epoch or 0)
+        stopped_by = ("converged" if convergence.converged else
+                      "early_stopping" if round(epochs_run) < epochs else "max_epochs")
+        return {"train_loss": float(result.training_loss), "epochs_run": epochs_run,
+                "loss_per_epoch": [round(x, 6) for x in losses],
+                "last_change": abs(losses[-1] / losses[-2] - 1) if len(losses) > 1 else float("nan"),
+                "stopped_by": stopped_by}
 
     def predict_proba(self, texts, batch_size: int) -> np.ndarray:
         import torch
@@ -194,17 +234,32 @@ def _split_rows(paragraphs: pd.DataFrame, splits: pd.DataFrame, subset: str) -> 
     return splits[splits["subset"] == subset].merge(paragraphs[["paragraph_id", "text", "labels"]], on="paragraph_id")
 
 
+def majority_set(train: pd.DataFrame) -> list[str]:
+    """The label set most frequent among ``train``'s paragraphs (ties: the first in sorted order) — the constant
+    classifier every trained one must beat (:func:`biaslab.intersect.findings.competence`)."""
+    counts = pd.Series([tuple(sorted(map(str, x))) for x in train["labels"]]).value_counts()
+    return list(min(counts.index[counts == counts.max()]))
+
+
 def classifier_grid(B, corpora: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], model_dirs: Mapping[str, Path], *,
-                    device: str, seed: int) -> tuple[list[dict], list[pd.DataFrame]]:
+                    device: str, seed: int) -> tuple[list[dict], list[pd.DataFrame], pd.DataFrame]:
     """Every classifier baseline of §4.3 / App. A on every corpus: BERT-MultiLabel (BCE, ``B.backbone``) on each
     subset of ``B.subsets`` and Soft-Hamming (``B.soft_hamming_backbone``, early stopping) on each of
     ``B.soft_hamming_subsets``, trained on D_train,Ci and scored in-domain on its held-out paragraphs. ``B``: the
     ``intersect.baselines`` section; ``corpora``: corpus → (paragraphs, splits); ``model_dirs``: model name → its
-    folder. Returns the test-set records (:func:`test_scores`) and the per-paragraph frames
-    (:func:`paragraph_rows`)."""
-    rows, per_paragraph = [], []
+    folder. Each trains to convergence (:meth:`MultiLabelClassifier.fit`, at most ``B.epochs`` /
+    ``B.soft_hamming_max_epochs`` epochs). Returns the test-set records (:func:`test_scores`), the per-paragraph
+    frames (:func:`paragraph_rows`; with the majority label set's (:data:`MAJORITY`, :func:`majority_set`) on every
+    subset trained) and the training log (one row per classifier: its epochs, loss per epoch, last relative change,
+    what stopped it, how many distinct label sets it predicts)."""
+    rows, per_paragraph, log = [], [], []
     for corpus, (paragraphs, splits) in corpora.items():
         space = label_space(paragraphs)
+        for subset in dict.fromkeys([*B.subsets, *B.soft_hamming_subsets]):
+            sp = _split_rows(paragraphs, splits, subset)
+            test = sp[sp["test_all"]].reset_index(drop=True)
+            per_paragraph.append(paragraph_rows(MAJORITY, corpus, subset, test,
+                                                [majority_set(sp[sp["train"]])] * len(test)))
         runs = [(s, "bce", B.backbone) for s in B.subsets] + [(s, "soft_hamming", B.soft_hamming_backbone)
                                                               for s in B.soft_hamming_subsets]
         for subset, loss, backbone_name in runs:
@@ -213,16 +268,24 @@ def classifier_grid(B, corpora: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
             clf = MultiLabelClassifier(model_dirs[backbone_name], space, loss=loss, tau=B.soft_hamming_tau,
                                        device=device, max_length=B.max_length)
             soft = loss == "soft_hamming"
-            log = clf.fit(train["text"].tolist(), train["labels"].tolist(),
+            fit = clf.fit(train["text"].tolist(), train["labels"].tolist(),
                           epochs=B.soft_hamming_max_epochs if soft else B.epochs, batch_size=B.batch_size,
-                          learning_rate=B.learning_rate, patience=B.soft_hamming_patience if soft else None,
+                          learning_rate=B.learning_rate, head_learning_rate=B.head_learning_rate,
+                          converge_tol=B.converge_tol, patience=B.soft_hamming_patience if soft else None,
                           val_fraction=B.soft_hamming_val_fraction, seed=seed)
             name = f"{'Soft-Hamming' if soft else 'BERT-MultiLabel'} ({backbone_name})"
             preds = clf.predict(test["text"].tolist(), B.threshold)
             rows += test_scores(name, corpus, subset, test, preds)
             per_paragraph.append(paragraph_rows(name, corpus, subset, test, preds))
-            print(f"{corpus} {subset} {name}: {log}; {len(set(map(tuple, preds)))} distinct predicted label sets")
-    return rows, per_paragraph
+            distinct = len(set(map(tuple, preds)))
+            log.append({"model": name, "train_corpus": corpus, "subset": subset, "epochs_run": fit["epochs_run"],
+                        "stopped_by": fit["stopped_by"], "last_change": fit["last_change"],
+                        "converge_tol": B.converge_tol,
+                        "loss_per_epoch": " ".join(f"{x:.4f}" for x in fit["loss_per_epoch"]),
+                        "distinct_label_sets": distinct})
+            print(f"{corpus} {subset} {name}: {fit['epochs_run']:g} epochs, {fit['stopped_by']} (last change "
+                  f"{fit['last_change']:.2%}), {distinct} distinct predicted label sets")
+    return rows, per_paragraph, pd.DataFrame(log)
 
 
 def zero_shot_grid(llm, gen, corpora: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *, subsets: Sequence[str],

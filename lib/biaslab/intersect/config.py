@@ -89,9 +89,11 @@ class IntersectBaselines(Section):
 
     backbone: str  # paper: bert-base-uncased (BCE) / ModernBERT-base (soft Hamming)
     subsets: list[str]
-    epochs: int = Field(gt=0)
+    epochs: int = Field(gt=0)  # at most; training stops at convergence (converge_tol)
     batch_size: int = Field(gt=0)
     learning_rate: float = Field(gt=0)
+    head_learning_rate: float = Field(gt=0)  # the new classification head (AdamW parameter group)
+    converge_tol: float = Field(gt=0, lt=1)  # converged: an epoch's mean training loss within this of the last's
     max_length: int = Field(gt=8)
     soft_hamming_backbone: str  # paper: ModernBERT-base
     soft_hamming_tau: float = Field(gt=0)

@@ -12,13 +12,21 @@ Claims:
   Jaccard rises from the evaluation k to ``plateau_from``, and changes by less than ±``plateau_bound`` from there to
   the largest k of the sweep;
 * triplet strategies: hard negatives (SR-k4-UN) and LLM triplets (SR-k4+LLM) beat SR-k4 (App. A.6), when trained.
+
+A claim against a baseline needs that baseline's competence checks (:func:`competence`): a classifier trained to
+convergence that beats the majority label set, and scores unlike the other classifier; a zero-shot LLM that beats
+the majority label set. A claim whose baseline fails one is ``untestable``.
 """
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import pandas as pd
 
 from .. import claims as cl
+from .. import competence as comp
+from .splits import MAJORITY
 from .triplets import MODEL_NAMES
 
 BASE_PREFIX = "S-BERT-Base"
@@ -60,17 +68,76 @@ def _depth(in_dom: pd.DataFrame, model: str, k_from: int, k_to: int) -> cl.Evide
     return cl.Evidence.paired(a.to_numpy(), b.to_numpy(), "paragraphs")
 
 
-def claims(per: pd.DataFrame, *, k: int, plateau_from: int, k_max: int, plateau_bound: float) -> list[cl.Pending]:
+def competence(per: pd.DataFrame, log: pd.DataFrame, *, level: float) -> pd.DataFrame:
+    """intersect's competence table (``reports/intersect/results/competence.csv``). ``per``: the baselines'
+    per-paragraph scores with the majority label set's (:func:`biaslab.intersect.baselines.classifier_grid`);
+    ``log``: the classifiers' training log. Per classifier (corpus × model × subset):
+
+    * trained to convergence — its last epoch moved the mean training loss by less than the tolerance it was trained
+      with (``intersect.baselines.converge_tol``), or the paper's early stopping ended it (the validation loss stopped
+      improving); a classifier that ran out of epochs still moving fails;
+    * it beats the majority label set — Jaccard minus the constant classifier's, paired over the test paragraphs, the
+      interval above 0 (a classifier predicting one label set scores what the majority does);
+
+    per pair of classifiers on the same corpus and subset, that they score differently on at least one test paragraph
+    (identical scores for two methods are a bug until shown otherwise); and per zero-shot LLM and corpus, that it beats
+    the majority label set on the paragraphs it answered."""
+    rows = []
+    in_dom = per[per["domain"] == "in-domain"]
+
+    def jaccard(model, corpus, subset):
+        sel = in_dom[(in_dom["model"] == model) & (in_dom["train_corpus"] == corpus) & (in_dom["subset"] == subset)]
+        return sel.set_index("paragraph_id")["jaccard"]
+
+    def beats_majority(name, model, corpus, subsets):
+        pairs = [jaccard(model, corpus, s).align(jaccard(MAJORITY, corpus, s), join="inner") for s in subsets]
+        a, b = (pd.concat([p[i] for p in pairs]) for i in (0, 1))
+        return comp.beats(name, "Jaccard minus the majority label set's (paired over test paragraphs)",
+                          cl.Evidence.paired(a.to_numpy(), b.to_numpy(), "paragraphs"), level=level)
+
+    for r in log.itertuples(index=False):
+        who = f"{r.train_corpus}: {r.model} on {r.subset}"
+        early = r.stopped_by == "early_stopping"
+        row = comp.at_most(f"{who} is trained to convergence",
+                           "relative change of the mean training loss over its last epoch"
+                           + (" (ended by early stopping)" if early else f" ({r.epochs_run:g} epochs, {r.stopped_by})"),
+                           float(r.last_change), floor=float(r.converge_tol))
+        rows.append(row | {"passed": bool(row["passed"] or early)})
+        rows.append(beats_majority(f"{who} beats the majority label set", r.model, r.train_corpus, [r.subset]))
+    for (corpus, subset), g in log.groupby(["train_corpus", "subset"], sort=False):
+        for a, b in combinations(list(g["model"]), 2):
+            x, y = jaccard(a, corpus, subset).align(jaccard(b, corpus, subset), join="inner")
+            rows.append(comp.at_least(f"{corpus}: {a} and {b} on {subset} score differently",
+                                      "share of test paragraphs whose Jaccard differs", float((x != y).mean()),
+                                      floor=1 / max(len(x), 1)))
+    for corpus in dict.fromkeys(in_dom["train_corpus"]):
+        if (llm := _name(in_dom[in_dom["train_corpus"] == corpus], LLM_PREFIX)) is not None:
+            subsets = list(dict.fromkeys(in_dom.loc[(in_dom["model"] == llm) & (in_dom["train_corpus"] == corpus),
+                                                    "subset"]))
+            rows.append(beats_majority(f"{corpus}: {llm} beats the majority label set", llm, corpus, subsets))
+    return comp.table(rows)
+
+
+def checks_of(table: pd.DataFrame, corpus: str, model: str) -> tuple[str, ...]:
+    """The competence checks (:func:`competence`) of one baseline on one corpus."""
+    return tuple(c for c in table["check"] if c.startswith(f"{corpus}: ") and model in c)
+
+
+def claims(per: pd.DataFrame, *, k: int, plateau_from: int, k_max: int, plateau_bound: float,
+           competence_table: pd.DataFrame | None = None) -> list[cl.Pending]:
     """``per``: per-paragraph scores of retrievers, the frozen base (both from ``evaluate.paragraph_scores``) and the
-    classifiers (in-domain, every k), with a ``train_corpus`` per row. No competence floors yet: every row needs
-    none (``requires=()``)."""
+    classifiers (in-domain, every k), with a ``train_corpus`` per row. A claim against a classifier or the zero-shot
+    LLM requires that baseline's checks of ``competence_table`` (:func:`competence`); the others need none."""
     out: list[cl.Pending] = []
     base, bce, llm = _name(per, BASE_PREFIX), _name(per, "BERT-MultiLabel"), _name(per, LLM_PREFIX)
     srk4 = retriever_name("srk4")
 
-    def add(text, section, paper, ev, **kw):
+    def add(text, section, paper, ev, requires=(), **kw):
         if ev is not None:
-            out.append(cl.effect(text, section, paper, ev, requires=(), **kw))
+            out.append(cl.effect(text, section, paper, ev, requires=requires, **kw))
+
+    def needs(corpus, model):
+        return () if competence_table is None else checks_of(competence_table, corpus, model)
 
     for corpus in sorted(per["test_corpus"].unique()):
         in_dom = per[per["train_corpus"] == corpus]
@@ -80,12 +147,13 @@ def claims(per: pd.DataFrame, *, k: int, plateau_from: int, k_max: int, plateau_
                 direction=1)
         if bce:
             add(f"{corpus}: BiasRetriever beats the BCE classifier on unseen categories", "§5.2", "higher Jaccard",
-                _paired(in_dom, srk4, bce, mask="test_unseen", domain="in-domain", corpus=corpus, k=k), direction=1)
+                _paired(in_dom, srk4, bce, mask="test_unseen", domain="in-domain", corpus=corpus, k=k), direction=1,
+                requires=needs(corpus, bce))
         if llm:
             add(f"{corpus}: BiasRetriever beats the zero-shot LLM classifier on unseen categories", "abstract, §5.2",
                 f"up to +{LLM_GAP:g} Jaccard",
                 _paired(in_dom, srk4, llm, mask="test_unseen", domain="in-domain", corpus=corpus, k=k), direction=1,
-                paper_effect=LLM_GAP)
+                paper_effect=LLM_GAP, requires=needs(corpus, llm))
         cross = per[(per["train_corpus"] != corpus) & (per["domain"] == "cross-domain")]
         if base and len(cross):
             # the frozen base's cross-domain rows are its scores on this corpus (evaluate.base_scores)

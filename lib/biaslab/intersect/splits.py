@@ -24,6 +24,7 @@ from .paragraphs import canonical
 
 SETS = ("train", "val", "test_seen", "test_unseen", "test_all")
 TEST_SETS = {"test_seen": "seen", "test_unseen": "unseen", "test_all": "all"}  # column → the tables' test_set
+MAJORITY = "Majority label set"  # the constant classifier of a subset: its training paragraphs' most frequent set
 
 
 def make_splits(paragraphs: pd.DataFrame, subsets: Mapping[str, Sequence[str]], *, seen_train: float,
