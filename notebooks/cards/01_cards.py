@@ -91,7 +91,7 @@ print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probe
 encoder_rows, units = [], []
 for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
     enc = card_load.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
-                               max_seq_length=C.max_seq_length)
+                                 max_seq_length=C.max_seq_length)
     card = measure.encoder_card(enc, ck.name, probes)
     encoder_rows.append((ck, card.summary))
     units.append(card.units.assign(checkpoint=ck.name))
@@ -121,8 +121,8 @@ cards.drop(columns=["source", "mitigation", "not_measured"]).round(3)
 
 # %%
 changes = bias_changes.bias_change(cards, C.base_models[0], pd.concat(units, ignore_index=True), rounds=U.rounds,
-                              confidence=U.confidence, seed=P.common.seed, test_rounds=C.permutation_rounds,
-                              p_adjust=C.p_adjust)
+                                   confidence=U.confidence, seed=P.common.seed, test_rounds=C.permutation_rounds,
+                                   p_adjust=C.p_adjust)
 tested = changes["p_value"].notna()
 print(f"{int(tested.sum())} changes tested; {int((tested & (changes['p_value'] <= 1 - U.confidence)).sum())} with "
       f"p <= {1 - U.confidence:.2f}, {int(changes['significant'].eq(True).sum())} significant after the {C.p_adjust} "
