@@ -200,6 +200,26 @@ def test_the_tables_tests_are_adjusted_as_one_family_and_a_nominal_reduction_is_
     assert set(changes.moved(unadjusted, 5)["checkpoint"]) == {"ragfair/strong", "ragfair/weak"}
 
 
+def test_checkpoint_cards_load_one_encoder_at_a_time_and_tag_its_units(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(measure, "encoder_card", lambda enc, name, probes: _card(
+        {"spd": float(len(name))}, pd.DataFrame({"measure": ["m"], "unit": ["q1"], "value": [enc]})))
+    cks = [measure.Checkpoint(f"p/{i}", "p", "encoder", f"src{i}", "none") for i in range(3)]
+    rows, units = measure.checkpoint_cards(cks, probes=None, load=lambda src: loaded.append(src) or len(loaded))
+    assert loaded == ["src0", "src1", "src2"] and [ck for ck, _ in rows] == cks
+    assert [u["checkpoint"].iloc[0] for u in units] == ["p/0", "p/1", "p/2"]
+    assert [u["value"].iloc[0] for u in units] == [1, 2, 3]
+
+
+def test_the_heatmap_marks_every_unresolved_change():
+    ch = changes.bias_change(_cards(), "minilm", None, **BOOT)
+    ch.loc[0, "beyond_noise"] = False  # one change inside its noise band
+    fig = changes.heatmap_figure(ch, 0.95)
+    marks = [t for t in fig.axes[0].texts if t.get_text() == "≈"]
+    assert len(marks) == int(changes.unresolved(ch).sum()) >= 1
+    assert "95%" in fig.axes[0].get_title()
+
+
 def test_rank_units_are_the_per_query_values_rank_means_averages():
     pq = pd.DataFrame({"ranker": ["b"] * 7, "query_set": ["s"] * 5 + ["t"] * 2, "qid": [1, 1, 2, 2, 2, 1, 3],
                        "measure": ["M", "M", "M", "M", "N", "M", "M"], "value": [0.2, 0.4, 1.0, 0.8, 5.0, 9.0, 9.0]})

@@ -137,6 +137,24 @@ def test_leakage_checks_see_a_group_direction_removed():
     assert len(leakage._memo) == 6
 
 
+def test_embedding_panels_and_their_leakage_rows():
+    """Fig. 10's panels: CE once, a contrastive method at its smallest and largest λ; group_leakage.csv reads the
+    same memoised probe as the checks."""
+    methods = {"ce": SimpleNamespace(mode="ce", grid=[]), "two_stage": SimpleNamespace(mode="contrastive",
+                                                                                      grid=[5.0, 0.0, 1.0])}
+    panels = findings.embedding_panels(methods, ["ce", "two_stage"], ["t"])
+    assert panels == {"t": {"ce": "t|ce|None", "two_stage λ=0": "t|two_stage|0.0", "two_stage λ=5": "t|two_stage|5.0"}}
+    rng = np.random.default_rng(0)
+    test = pd.DataFrame({"y": rng.integers(0, 2, 60), "a": rng.integers(0, 2, 60)})
+    feats = {0: {k: rng.normal(size=(60, 4)) for k in panels["t"].values()}}
+    leakage = findings.Leakage(feats, {"t": test}, folds=3, seed=0)
+    rows = findings.panel_leakage(leakage, 0, panels)
+    assert list(rows["setting"]) == list(panels["t"]) and list(rows.columns) == ["task", "setting",
+                                                                                "group_read_over_chance"]
+    assert rows["group_read_over_chance"].tolist() == [leakage(0, k) for k in panels["t"].values()]
+    assert findings.panel_leakage(leakage, 0, {}).empty
+
+
 def test_a_runs_outcome_is_its_result_row_and_its_prediction_rows():
     from biaslab.cscl import experiment
 
@@ -228,6 +246,27 @@ def test_sensitivity_variants_vary_one_knob_at_a_time():
     assert got[0][1].temperature == 0.5 and got[0][2].pretrain_batch_size == 32
     assert got[1][2].grad_cache_chunk == 0 and got[2][2].grad_cache_chunk == 32 and got[2][1].temperature == 0.1
     assert experiment.default_label(method, train.pretrain_batch_size, "eda") == "default (τ=0.1, batch=32, eda)"
+
+
+def test_augmentation_variants_view_the_same_texts_once_per_augmentation(monkeypatch):
+    from biaslab.cscl import experiment
+
+    calls = []
+
+    def fake_inputs(texts, aug, bank, **kw):
+        calls.append((aug, kw["max_length"], kw["batch_size"], kw["next_words"]))
+        return pd.Series([[f"{aug}:{t}"] for t in texts], index=list(texts), dtype=object), f"bank+{aug}"
+
+    monkeypatch.setattr(experiment, "augmented_inputs", fake_inputs)
+    train = SimpleNamespace(max_length=64, batch_size=8)
+    variants, examples = experiment.augmentation_variants(
+        ["a", "b", "c", "d"], ["eda", "clm_insert"], "bank", "method", train, encoder_dir="enc", alpha=0.1, n_aug=1,
+        seed=0, keep=frozenset(), visible_only=True, device="cpu", next_words="lm")
+    assert [(v[0], v[1], v[2], v[4]) for v in variants] == [("aug=eda", "method", train, "bank+eda"),
+                                                           ("aug=clm_insert", "method", train, "bank+clm_insert")]
+    assert calls == [("eda", 64, 8, "lm"), ("clm_insert", 64, 8, "lm")]
+    assert examples == {"eda": ["eda:a", "eda:b", "eda:c"], "clm_insert": ["clm_insert:a", "clm_insert:b",
+                                                                           "clm_insert:c"]}
 
 
 def test_sensitivity_figure_draws_an_interval_that_misses_its_estimate():

@@ -224,3 +224,44 @@ def test_the_committed_claims_table_is_rebuilt_from_the_committed_per_query_meas
     assert comp[["check", "measure", "passed"]].values.tolist() == committed[["check", "measure", "passed"]].values.tolist()
     np.testing.assert_allclose(comp[["ours", "ci_low", "ci_high", "floor"]].astype(float),
                                committed[["ours", "ci_low", "ci_high", "floor"]].astype(float), rtol=1e-5, atol=1e-6)
+
+
+def test_the_committed_tables_and_fig2_are_rebuilt_from_the_committed_per_query_measures():
+    """Tables 1–2 and Fig. 2's changes from the committed per-query measures and params.yaml: the same rows in the
+    same order, values to the CSV's rounding — what fairrank_analysis writes, without a rerun."""
+    import numpy as np
+    import pandas as pd
+
+    from biaslab.fairrank import findings, tables
+
+    from conftest import PARAMS, REPO
+
+    C, E, U = PARAMS.fairrank, PARAMS.fairrank.eval, PARAMS.common.uncertainty
+    results = REPO / "reports/fairrank/results"
+    pq = pd.read_csv(results / "per_query.csv", dtype={"qid": str})
+    order = pq.drop_duplicates(["query_set", "qid"])
+    query_sets = {qs: g["qid"].tolist() for qs, g in order.groupby("query_set", sort=False)}
+    boot = {"rounds": U.rounds, "confidence": U.confidence, "seed": PARAMS.common.seed}
+    numbered = tables.paper_tables(pq, query_sets, C.rankers, C.backbones, table_lambda=E.table_lambda,
+                                   cutoffs=E.cutoffs, mrr_cutoff=E.mrr_cutoff, **boot)
+    assert [(n, b, qs) for n, (b, qs, _) in numbered.items()] == [(2 * i + j + 1, b, qs) for i, b in
+                                                                 enumerate(C.backbones)
+                                                                 for j, qs in enumerate(tables.TABLE_QUERY_SETS)]
+    ids = {n: findings.qualified_id(C.backbones[0], n, s.mode, E.table_lambda) for n, s in C.rankers.items()}
+    fig2 = tables.baselines_changes(pq, query_sets, [ids[n] for n in E.baselines_figure], ids["base"],
+                                    cutoff=E.cutoffs[0], mrr_cutoff=E.mrr_cutoff, **boot)
+    for got, path in [(numbered[1][2], "table1.csv"), (numbered[2][2], "table2.csv"), (fig2, "fig2_changes.csv")]:
+        want = pd.read_csv(results / path)
+        key = ["cutoff", "ranker", "reference", "query_set", "measure"]
+        assert got[key].values.tolist() == want[key].values.tolist(), path
+        for col in ("value", "reference_value", "diff", "diff_ci_low", "diff_ci_high"):
+            np.testing.assert_allclose(got[col].astype(float), want[col].astype(float), rtol=1e-3, atol=1e-4,
+                                       err_msg=f"{path}: {col}")
+        # per_query.csv keeps six significant digits, which turns per-query differences of ~1e-6 into ties: the
+        # sign-flip test is compared where the change is larger than that rounding
+        clear = want["diff"].abs().to_numpy() > 1e-3
+        np.testing.assert_allclose(got["p_value"][clear], want["p_value"][clear], atol=1e-2, err_msg=path)
+        assert (got["significant"][clear] == want["significant"][clear]).all(), path
+    head = findings.headline(pd.DataFrame({"ranker": ["r", "r"], "query_set": ["q", "q"], "measure": ["M", "X"],
+                                           "mean": [0.5, 0.1], "std": [0.1, 0.0], "seeds": [3, 3]}), ["M"])
+    assert head == {"r|q|M": {"mean": 0.5, "std": 0.1, "seeds": 3}}

@@ -104,3 +104,18 @@ def test_pointwise_ranker_trains(setup):
     assert [it["term"] for it in items if it["label"] == 0] == [1.0, 0.0, 1.0, 0.0]  # |Ψ| of n1, n2, n3, n2
     log = ft.fit(m, items, inputs, epochs=1, batch_size=2, learning_rate=1e-3, head_learning_rate=1e-3, warmup=0.0, seed=0, device="cpu")
     assert np.isfinite(log["train_loss"])
+
+
+def test_the_data_stage_saves_each_backbones_frozen_states(setup, tmp_path):
+    """fairrank_data's banks: the top ``trainable_layers`` left out, the rest as ranker_states computes them."""
+    from biaslab.frozen import StateBank
+
+    md, bank, _inputs, family = setup
+    rows = prepare.pointwise_rows(PAIRS)[["qid", "query", "docid"]]
+    lines = ft.save_state_banks({"minilm": md}, ["minilm"], rows, TEXTS, trainable_layers=1, family=family,
+                                max_length=32, batch_size=4, device="cpu", out_dir=tmp_path)
+    saved = StateBank.load(tmp_path / "minilm.npz")
+    assert saved.n_frozen == bank.n_frozen == 5 and len(saved) == len(bank)
+    np.testing.assert_array_equal(saved.flat, bank.flat)
+    assert lines == [f"minilm: 5 frozen layers, states of {len(bank)} texts or pairs "
+                     f"({bank.flat.nbytes / 2**20:.0f} MiB)"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from biaslab.data.fetch import FetchError, fetch, fetch_dataset, load_manifest
+from biaslab.data.fetch import FetchError, dataset_rows, fetch, fetch_dataset, load_manifest
 
 import fixtures
 
@@ -118,3 +118,10 @@ def test_schema_check_runs_after_fetch(tmp_path):
 
     with pytest.raises(DataError, match="line 2 is empty"):
         fetch(["trec_fair_2022"], tmp_path / "raw", mirror=mirror, manifest=man, allow_online=False, progress=False)
+
+
+def test_the_datasets_table_names_origin_licence_and_records():
+    man = load_manifest()
+    (row,) = dataset_rows({"seat": {"tests": 3, "words": 40}})
+    assert row == {"dataset": "seat", "origin": man["seat"]["origin"], "license": man["seat"]["license"],
+                   "records": "tests: 3; words: 40"}

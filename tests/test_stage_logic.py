@@ -99,6 +99,32 @@ def test_answer_task_reads_each_pair_once_and_computes_rag_bias():
     assert res["no document"]["questions"] == 2
 
 
+def test_answer_tasks_reads_each_task_from_its_folder_and_equals_answer_task(tmp_path):
+    from types import SimpleNamespace
+
+    test = pd.DataFrame({"qid": ["a", "b"], "question": ["Q?", "Q?"], "left_claim": ["L.", "L."],
+                         "right_claim": ["R.", "R."], "right_first": [True, False]})
+    corpus = pd.DataFrame({"text": ["R.", "L."]})
+    (tmp_path / "PoliticBias-QA").mkdir()
+    test.to_parquet(tmp_path / "PoliticBias-QA" / "test_questions.parquet")
+    corpus.to_parquet(tmp_path / "PoliticBias-QA" / "corpus.parquet")
+    retrieved = pd.DataFrame({"task": "PoliticBias-QA", "method": "base", "setting": "base", "qid": ["a", "b"],
+                              "doc_id": [0, 1], "bias1": [True, False], "bias2": [False, True],
+                              "p_bias1": [1.0, 0.0], "p_bias2": [0.0, 1.0]})
+    subset = pd.DataFrame({"task": ["PoliticBias-QA", "PoliticBias-QA", "GenderBias-QA"], "qid": ["a", "b", "z"]})
+    R = SimpleNamespace(gender_mode="likelihood", politics_mode="claim")
+    answers, table, tests = rag.answer_tasks(tmp_path, ["PoliticBias-QA"], R, retrieved=retrieved, subset=subset,
+                                             judge_of={"PoliticBias-QA": None}, scorer=FakeScorer(), llm=None,
+                                             gen=None, max_doc_words=None)
+    pairs, rows = rag.answer_task("PoliticBias-QA", "claim", test=test.set_index("qid"), corpus=corpus,
+                                  retrieved=retrieved, subset=["a", "b"], scorer=FakeScorer(), max_doc_words=None)
+    pd.testing.assert_frame_equal(answers, pairs.reset_index(drop=True))
+    pd.testing.assert_frame_equal(table, pd.DataFrame(rows))
+    assert list(tests) == ["PoliticBias-QA"] and tests["PoliticBias-QA"].index.name == "qid"
+    empty = rag.generation_checks(tests, 0, llm=None, gen=None, judge_of={})
+    assert empty.empty and list(empty.columns) == ["task", "questions", "answers on a side (%)"]
+
+
 # ------------------------------------------------------------------------------------------ ragcontrol analysis
 def toy_rag() -> tuple[pd.DataFrame, pd.DataFrame]:
     settings = [("base", "base", -50.0, 0.50), ("fine-tune", "r@m=0.5", 0.0, 0.49), ("fine-tune", "r@m=1", 50.0, 0.45),
@@ -301,6 +327,25 @@ def test_intersect_claims_pair_the_same_paragraphs():
     assert verdicts["a deeper retrieval raises Jaccard (k = 3 to 15)"] == "reproduced"
     assert verdicts["beyond k = 15 Jaccard changes little (k = 15 to 30, within ±0.05)"] == "reproduced"
     assert {c.interval.split(",")[0] for c in out} == {"Student t over 60 paragraphs", "Student t over 30 paragraphs"}
+
+
+def test_intersect_triplet_checks_see_a_strategy_that_mines_what_sr_k4_mines():
+    from biaslab import claims as cl
+    from biaslab.intersect import findings
+
+    def mined(strategy, negatives):
+        return pd.DataFrame({"anchor_id": ["a", "a", "b", "b", "c", "c"], "anchor": list("AABBCC"),
+                             "positive": list("pqpqpq"), "negative": negatives, "strategy": strategy})
+
+    srk4 = mined("srk4", list("xyxyxy"))
+    triplets = {"indic": pd.concat([srk4, mined("srk4un", list("xzxzxz")),  # half of each anchor's are new
+                                    mined("srk10", list("xyxyxy"))], ignore_index=True)}  # the same triplets
+    out = {c.claim: c for c in cl.finalize(findings.triplet_checks(triplets), level=0.95)}
+    un = out["indic: the B4_NUB_UB4 strategy mines triplets SR-k4 does not"]
+    same = out["indic: the B10_UB10 strategy mines triplets SR-k4 does not"]
+    assert un.kind == same.kind == "check" and len(out) == 2
+    assert un.our_value == 0.5 and un.n == 3 and same.our_value == 0.0
+    assert same.verdict != "reproduced"  # a strategy that mines SR-k4's triplets does not act
 
 
 def test_ragfair_intervals_and_claims_from_card_decisions():

@@ -206,12 +206,10 @@ class Evidence:
         return cls(float(value), float(se) * math.sqrt(n) if ok else NAN, int(n) if ok else 0, unit)
 
     def interval(self, level: float) -> tuple[float, float]:
-        from scipy import stats as st
+        from .stats import t_interval
 
-        if self.n < 2 or not math.isfinite(self.sd):
-            return NAN, NAN
-        half = float(st.t.ppf(0.5 + level / 2, self.n - 1)) * self.sd / math.sqrt(self.n)
-        return self.value - half, self.value + half
+        low, high = t_interval(self.value, self.sd, self.n, level)
+        return float(low), float(high)
 
     def p(self, null: float = 0.0, alternative: str = "two-sided") -> float:
         from scipy import stats as st

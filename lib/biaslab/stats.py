@@ -99,13 +99,21 @@ def ci_statistic(n_units: int, statistic: Callable[[np.ndarray], float], *, roun
     value = float(statistic(np.arange(n_units)))
     if n_units < 2:
         return Estimate(value, float("nan"), float("nan"), n_units, "bootstrap-percentile")
-    draws = _draws(statistic, resample_indices(n_units, rounds, seed, strata), vectorized)
+    lo, hi = percentile_interval(_draws(statistic, resample_indices(n_units, rounds, seed, strata), vectorized),
+                                 confidence)
+    return Estimate(value, lo, hi, n_units, "bootstrap-percentile")
+
+
+def percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The central ``confidence`` share of bootstrap ``draws`` (undefined draws, NaN, dropped; NaN bounds when none
+    is left): the percentile interval of :func:`ci_statistic`."""
+    draws = np.asarray(draws, dtype=np.float64)
     draws = draws[np.isfinite(draws)]
     if len(draws) == 0:
-        return Estimate(value, float("nan"), float("nan"), n_units, "bootstrap-percentile")
+        return float("nan"), float("nan")
     tail = 100 * (1 - confidence) / 2
     lo, hi = np.percentile(draws, [tail, 100 - tail])
-    return Estimate(value, float(lo), float(hi), n_units, "bootstrap-percentile")
+    return float(lo), float(hi)
 
 
 def paired_statistic(n_units: int, a: Callable[[np.ndarray], float], b: Callable[[np.ndarray], float], *,
@@ -119,13 +127,10 @@ def paired_statistic(n_units: int, a: Callable[[np.ndarray], float], b: Callable
     value = float(a(full) - b(full))
     resamples = resample_indices(n_units, rounds, seed, strata)
     draws = _draws(a, resamples, vectorized) - _draws(b, resamples, vectorized)
+    lo, hi = percentile_interval(draws, confidence)
     draws = draws[np.isfinite(draws)]
-    if len(draws) == 0:
-        return Estimate(value, float("nan"), float("nan"), n_units, "paired-bootstrap", float("nan"))
-    tail = 100 * (1 - confidence) / 2
-    lo, hi = np.percentile(draws, [tail, 100 - tail])
-    p = float(min(1.0, 2 * min((draws <= 0).mean(), (draws >= 0).mean())))
-    return Estimate(value, float(lo), float(hi), n_units, "paired-bootstrap", p)
+    p = float(min(1.0, 2 * min((draws <= 0).mean(), (draws >= 0).mean()))) if len(draws) else float("nan")
+    return Estimate(value, lo, hi, n_units, "paired-bootstrap", p)
 
 
 def paired(a: Sequence[float], b: Sequence[float], *, rounds: int, confidence: float, seed: int) -> Estimate:
@@ -205,16 +210,23 @@ def mean_ci(values: Sequence[float], level: float = 0.95, seed: int = 0) -> tupl
     normal samples is ``level`` exactly (a test simulates n = 5 and 10). NaN bounds below two values; a constant
     sample gives a zero-width interval. ``seed`` is unused by the t interval (it has no randomness) and kept so
     every interval function of this module takes one."""
-    from scipy import stats
-
     del seed
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     x = _finite_values(values)
     if len(x) < 2:
         return float("nan"), float("nan")
-    mean, sd = float(x.mean()), float(x.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, len(x) - 1)) * sd / np.sqrt(len(x))
+    return t_interval(float(x.mean()), float(x.std(ddof=1)), len(x), level)
+
+
+def t_interval(mean: float, sd: float, n: int, level: float) -> tuple[float, float]:
+    """The Student-t interval of :func:`mean_ci` from a mean, a standard deviation and a count (NaN bounds below two
+    units or for an undefined spread); :class:`biaslab.claims.Evidence` keeps only these three."""
+    from scipy import stats
+
+    if n < 2 or not np.isfinite(sd):
+        return float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / np.sqrt(n)
     return mean - half, mean + half
 
 

@@ -22,9 +22,9 @@
 # paper measures?
 
 # %%
-import matplotlib.pyplot as plt
+from functools import partial
+
 import pandas as pd
-import seaborn as sns
 
 from biaslab import config
 from biaslab.cards import changes as bias_changes
@@ -33,7 +33,7 @@ from biaslab.cards import measure
 from biaslab.io import write_csv
 from biaslab.paths import repo_root
 from biaslab.plots import save_figure, set_style
-from biaslab.runtime import progress, seed_everything
+from biaslab.runtime import seed_everything
 
 # %% tags=["parameters"]
 # `...` = the value in params.yaml (the keys dvc.yaml lists for this stage). Set a value here, with papermill
@@ -88,13 +88,9 @@ print(f"{len(checkpoints)} encoders; {len(probes.bbq_rows)} BBQ rows, {len(probe
       f"{len(probes.rank_args['qids'])} ranking queries")
 
 # %%
-encoder_rows, units = [], []
-for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
-    enc = card_load.load_encoder(ck.source, ROOT, P.models, device=P.common.device, batch_size=P.common.batch_size,
-                                 max_seq_length=C.max_seq_length)
-    card = measure.encoder_card(enc, ck.name, probes)
-    encoder_rows.append((ck, card.summary))
-    units.append(card.units.assign(checkpoint=ck.name))
+load = partial(card_load.load_encoder, root=ROOT, models_settings=P.models, device=P.common.device,
+               batch_size=P.common.batch_size, max_seq_length=C.max_seq_length)
+encoder_rows, units = measure.checkpoint_cards(checkpoints, probes, load)
 per_query = pd.read_csv(ROOT / "reports/fairrank/results/per_query.csv", dtype={"qid": str})
 rankers = measure.ranker_rows(per_query, C.rank_query_set, C.rank_measures)
 units.append(measure.ranker_units(per_query, C.rank_query_set, C.rank_measures))
@@ -133,17 +129,5 @@ write_csv(OUT / "moved.csv", top)
 top.round(3)
 
 # %%
-grid = bias_changes.heatmap_frame(changes)
-fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1], 1.2 + 0.32 * grid.shape[0]))
-sns.heatmap(grid, cmap="RdBu_r", center=0, vmin=-1, vmax=1, ax=ax, linewidths=0.5,
-            cbar_kws={"label": "change in bias / largest |change| in the column"})
-ax.grid(False)
-ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, or is not taken (cards.csv says why)
-for i, j in bias_changes.unresolved_cells(changes, grid):
-    ax.text(j + 0.5, i + 0.5, "≈", ha="center", va="center", fontsize=9)
-ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
-             f"not measured)\n≈: within the noise band, its {U.confidence:.0%} interval includes 0, or not significant "
-             "once adjusted for the number of tests")
-ax.set_xlabel("measure")
-ax.set_ylabel("checkpoint")
+fig = bias_changes.heatmap_figure(changes, U.confidence)
 save_figure(fig, OUT / "heatmap.png")

@@ -126,18 +126,13 @@ cl.markdown(claims)
 # %%
 E = C.embedding_plot
 first = C.seeds[0]
-leakage_rows = []
-for task in C.tasks:
-    test = tests[task]
-    keys = {}
-    for name in E.panels:
-        values = [None] if C.methods[name].mode == "ce" else sorted({min(C.methods[name].grid), max(C.methods[name].grid)})
-        keys |= {name if v is None else f"{name} λ={v:g}": f"{task}|{name}|{v}" for v in values}
-    panels = [(label, features[first][key]) for label, key in keys.items()]
-    leak = {label: leakage(first, key) for label, key in keys.items()}
-    leakage_rows += [{"task": task, "setting": k, "group_read_over_chance": v} for k, v in leak.items()]
-    fig = findings.embedding_figure(panels, test, task, perplexity=E.perplexity, seed=P.common.seed, leakage=leak)
+panels = findings.embedding_panels(C.methods, E.panels, C.tasks)
+group_leakage = findings.panel_leakage(leakage, first, panels)
+for task, keys in panels.items():
+    leak = group_leakage[group_leakage["task"] == task].set_index("setting")["group_read_over_chance"]
+    fig = findings.embedding_figure([(label, features[first][key]) for label, key in keys.items()], tests[task], task,
+                                    perplexity=E.perplexity, seed=P.common.seed, leakage=leak)
     save_figure(fig, OUT / f"fig_embeddings_{task}.png")
     plt.show()
-write_csv(OUT / "group_leakage.csv", pd.DataFrame(leakage_rows))
-pd.DataFrame(leakage_rows)
+write_csv(OUT / "group_leakage.csv", group_leakage)
+group_leakage

@@ -98,14 +98,10 @@ source = {"next_words": augment.NextWords(M[A.lm], top_k=A.top_k, batch_size=C.t
                                              neighbours=A.neighbours) if "eda" in S.augmentations else None}
 keep = terms.identity_terms(S.task) if A.keep_identity_terms else frozenset()
 viewed = rows.loc[rows["split"].isin(["train", "val"]), "text"]
-examples = {}
-for aug in S.augmentations:
-    v, b = experiment.augmented_inputs(viewed, aug, bank, encoder_dir=M[C.backbone], alpha=A.alpha, n_aug=A.n_aug,
-                                       seed=P.common.seed, keep=keep, max_length=C.train.max_length,
-                                       visible_only=A.visible_only,
-                                       batch_size=C.train.batch_size, device=P.common.device, **source)
-    variants.append((f"aug={aug}", method, C.train, v, b))
-    examples[aug] = [v.iloc[i][0] for i in range(3)]
+augmented, examples = experiment.augmentation_variants(
+    viewed, S.augmentations, bank, method, C.train, encoder_dir=M[C.backbone], alpha=A.alpha, n_aug=A.n_aug,
+    seed=P.common.seed, keep=keep, visible_only=A.visible_only, device=P.common.device, **source)
+variants += augmented
 display(pd.DataFrame({"text": viewed.head(3).to_numpy(), "default view 1": [views[t][0] for t in viewed.head(3)],
                       **{f"{a} view 1": e for a, e in examples.items()}}))
 pd.DataFrame([{"variant": label, "temperature": m.temperature, "pretrain_batch_size": t.pretrain_batch_size,

@@ -23,7 +23,7 @@
 import pandas as pd
 
 from biaslab import config
-from biaslab.data.fetch import fetch, load_manifest, mirror_from_env
+from biaslab.data.fetch import dataset_rows, fetch, mirror_from_env
 from biaslab.io import write_csv
 from biaslab.paths import repo_root, resolve
 
@@ -51,13 +51,6 @@ files.groupby("dataset").agg(files=("file", "size"), megabytes=("megabytes", "su
 # Records read from each data set by its reader (schema-checked):
 
 # %%
-manifest = load_manifest()
-summary = pd.DataFrame(
-    [
-        {"dataset": ds, "origin": manifest[ds]["origin"], "license": manifest[ds]["license"],
-         "records": "; ".join(f"{k}: {v}" for k, v in c.items())}
-        for ds, c in counts.items()
-    ]
-)
+summary = pd.DataFrame(dataset_rows(counts))
 write_csv(ROOT / "reports/data/datasets.csv", summary)
 summary

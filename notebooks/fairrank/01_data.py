@@ -24,7 +24,7 @@
 # %%
 import pandas as pd
 
-from biaslab import config, frozen, models
+from biaslab import config, models
 from biaslab.data import msmarco, rekabsaz, trec_dl
 from biaslab.fairrank import bias, prepare
 from biaslab.fairrank import train as ft
@@ -125,9 +125,6 @@ terms[terms["docid"].isin(train_docs)][["psi", "zeta", "def_f", "def_m", "rep_f"
 # %%
 rows = pd.concat([prepare.pointwise_rows(pairs)[["qid", "query", "docid"]], pool, lists[["qid", "query", "docid"]]])
 texts = dict(zip(docs["docid"], docs["text"], strict=True))
-for name in C.backbones:
-    n_frozen = frozen.frozen_count(M[name], C.train.trainable_layers, knob="fairrank.train.trainable_layers")
-    bank = ft.ranker_states(M[name], rows, texts, family=C.train.family, n_frozen=n_frozen,
-                            max_length=C.train.max_length, batch_size=C.train.score_batch_size, device=P.common.device)
-    bank.save(OUT / "states" / f"{name}.npz")
-    print(f"{name}: {n_frozen} frozen layers, states of {len(bank)} texts or pairs ({bank.flat.nbytes / 2**20:.0f} MiB)")
+print("\n".join(ft.save_state_banks(M, C.backbones, rows, texts, trainable_layers=C.train.trainable_layers,
+                                    family=C.train.family, max_length=C.train.max_length,
+                                    batch_size=C.train.score_batch_size, device=P.common.device, out_dir=OUT / "states")))

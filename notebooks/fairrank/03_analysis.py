@@ -27,7 +27,7 @@ import yaml
 
 from biaslab import claims as cl
 from biaslab import config, plots
-from biaslab.fairrank import findings
+from biaslab.fairrank import findings, tables
 from biaslab.io import write_csv, write_json, write_parquet
 from biaslab.paths import repo_root
 
@@ -86,25 +86,15 @@ summ[summ["measure"].isin([f"MRR@{E.mrr_cutoff}", f"ARaB-tc@{E.cutoffs[0]}", f"N
 # paper's second encoder (ELECTRA-small) is not available offline (`configs/paper-scale.yaml` lists both).
 
 # %%
-scenario_rows = [(n, s.reference) for n, s in C.rankers.items() if E.table_lambda in s.lambdas or s.mode == "none"]
-tables = {}
-for b_i, backbone in enumerate(C.backbones):
-    for q_i, qs in enumerate(["dl19_fair", "dl19"]):
-        number = 2 * b_i + q_i + 1
-        rows = [("bm25", f"{backbone}|{findings.ranker_id('base', 0.0)}")] if "base" in C.rankers else []
-        rows += [(f"{backbone}|{findings.ranker_id(n, 0.0 if C.rankers[n].mode == 'none' else E.table_lambda)}",
-                  f"{backbone}|{findings.ranker_id(ref, 0.0)}") for n, ref in scenario_rows]
-        rows = [(a, b) for a, b in rows if a != b]
-        tab = findings.table(pq, rows, qs, query_sets[qs], E.cutoffs, E.mrr_cutoff, rounds=U.rounds,
-                             confidence=U.confidence, seed=P.common.seed)
-        wide = findings.table_wide(tab)
-        tables[number] = tab
-        write_csv(OUT / f"table{number}.csv", tab)
-        plots.save_figure(findings.table_figure(wide, f"Table {number}: {backbone} on {qs} ({len(query_sets[qs])} "
-                                                      f"queries), % change vs the base ranker"),
-                          OUT / f"table{number}.png")
-        print(f"Table {number}: {backbone}, {qs}")
-        display(wide)  # noqa: F821
+numbered = tables.paper_tables(pq, query_sets, C.rankers, C.backbones, table_lambda=E.table_lambda, cutoffs=E.cutoffs,
+                               mrr_cutoff=E.mrr_cutoff, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
+for number, (backbone, qs, tab) in numbered.items():
+    wide = tables.table_wide(tab)
+    write_csv(OUT / f"table{number}.csv", tab)
+    plots.save_figure(tables.table_figure(wide, f"Table {number}: {backbone} on {qs} ({len(query_sets[qs])} "
+                                                "queries), % change vs the base ranker"), OUT / f"table{number}.png")
+    print(f"Table {number}: {backbone}, {qs}")
+    display(wide)  # noqa: F821
 
 # %% [markdown]
 # ## Fig. 1 (λ sweep) and Fig. 2 (vs the baselines)
@@ -113,18 +103,17 @@ for b_i, backbone in enumerate(C.backbones):
 first = C.backbones[0]
 fam = C.rankers[E.lambda_figure]
 lam_summ = summ.assign(ranker=summ["ranker"].str.replace(f"{first}|", "", regex=False))
-fig = findings.lambda_figure(lam_summ, E.lambda_figure, fam.lambdas, E.cutoffs[0], E.mrr_cutoff)
+fig = tables.lambda_figure(lam_summ, E.lambda_figure, fam.lambdas, E.cutoffs[0], E.mrr_cutoff)
 plots.save_figure(fig, OUT / "fig1_lambda.png")
 
 # %%
 ids = {n: findings.qualified_id(first, n, s.mode, E.table_lambda) for n, s in C.rankers.items()}  # at Tables' λ
 base_id = ids["base"]
-compare = [ids[n] for n in E.baselines_figure]
-changes = pd.concat([findings.table(pq, [(r, base_id) for r in compare], qs, query_sets[qs], E.cutoffs[:1],
-                                    E.mrr_cutoff, rounds=U.rounds, confidence=U.confidence, seed=P.common.seed)
-                     for qs in query_sets], ignore_index=True)
+changes = tables.baselines_changes(pq, query_sets, [ids[n] for n in E.baselines_figure], base_id,
+                                   cutoff=E.cutoffs[0], mrr_cutoff=E.mrr_cutoff, rounds=U.rounds,
+                                   confidence=U.confidence, seed=P.common.seed)
 write_csv(OUT / "fig2_changes.csv", changes)
-plots.save_figure(findings.baselines_figure(changes, E.cutoffs[0], E.mrr_cutoff), OUT / "fig2_baselines.png")
+plots.save_figure(tables.baselines_figure(changes, E.cutoffs[0], E.mrr_cutoff), OUT / "fig2_baselines.png")
 
 # %% [markdown]
 # ## Competence of the base ranker, and the paper's claims as verdicts computed from the data
@@ -139,12 +128,10 @@ claim_list, competence = findings.paper_claims(pq, query_sets, P, paper_values, 
 write_csv(OUT / "competence.csv", competence)
 display(competence)  # noqa: F821
 claims_table = cl.write(OUT / "claims.csv", claim_list)
-head = summ[summ["measure"].isin([f"MRR@{E.mrr_cutoff}", f"ARaB-tc@{E.cutoffs[0]}", f"NFaiRR@{E.cutoffs[0]}"])]
 write_json(OUT / "metrics.json", {
     "claims": cl.summary(claims_table), "competence_passed": bool(competence["passed"].all()),
     "seeds": list(C.seeds), "backbones": list(C.backbones), "family": C.train.family,
     "queries": {qs: len(q) for qs, q in query_sets.items()},
-    "rankers": {f"{r.ranker}|{r.query_set}|{r.measure}": {"mean": r.mean, "std": r.std, "seeds": int(r.seeds)}
-                for r in head.itertuples(index=False)}})
+    "rankers": findings.headline(summ, [f"MRR@{E.mrr_cutoff}", f"ARaB-tc@{E.cutoffs[0]}", f"NFaiRR@{E.cutoffs[0]}"])})
 print(cl.markdown(claims_table))
 claims_table

@@ -90,7 +90,7 @@ summary.round(3)
 # majority label set, scoring unlike the other classifier; the zero-shot LLM beating the majority label set. A
 # claim against a baseline that fails is `untestable`. Then paired per-paragraph Jaccard differences (the same
 # held-out paragraphs of each subset C_i) with Student-t intervals at each claim's Holm level; each claim a verdict
-# computed from them (docs/claims.md).
+# computed from them (docs/claims.md). Last, one check per triplet strategy that it mines triplets SR-k4 does not.
 
 # %%
 U = P.common.uncertainty
@@ -98,9 +98,11 @@ clf = pd.read_parquet(ROOT / "data/processed/intersect/baselines_per_paragraph.p
 competence = findings.competence(clf, pd.read_csv(OUT / "baselines_log.csv"), level=U.confidence)
 write_csv(OUT / "competence.csv", competence)
 display(competence)  # noqa: F821
+triplets = {c: pd.read_parquet(ROOT / f"data/processed/intersect/{c}/triplets.parquet") for c in corpora}
 claims = cl.write(OUT / "claims.csv", cl.finalize(findings.claims(
     pd.concat([per_paragraph, clf], ignore_index=True), k=K, plateau_from=E.plateau_from, k_max=max(ks),
-    plateau_bound=E.plateau_bound, competence_table=competence), level=U.confidence, competence_table=competence))
+    plateau_bound=E.plateau_bound, competence_table=competence) + findings.triplet_checks(triplets),
+    level=U.confidence, competence_table=competence))
 claims
 
 # %%

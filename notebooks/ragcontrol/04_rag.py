@@ -88,20 +88,13 @@ print(f"reader {reader_key} ({reader_model}); GenderBias-QA: {R.gender_mode}, Po
 # ## Answers for every (question, document) any setting retrieved, and with no document
 
 # %%
-answers, results, tests = [], [], {}
-for task in C.tasks:
-    tests[task] = pd.read_parquet(DATA / "tasks" / task / "test_questions.parquet").set_index("qid")
-    pairs, rows = rag.answer_task(
-        task, rag.task_mode(R, task), test=tests[task],
-        corpus=pd.read_parquet(DATA / "tasks" / task / "corpus.parquet"), retrieved=retrieved,
-        subset=subset.loc[subset["task"] == task, "qid"].tolist(), scorer=scorer, llm=generator, gen=GEN,
-        judge=judge_of[task], max_doc_words=S.max_doc_words)
-    answers.append(pairs)
-    results += rows
-rag_table = pd.DataFrame(results).assign(reader=reader_key, reader_model=reader_model)
+answers, rag_table, tests = rag.answer_tasks(DATA / "tasks", C.tasks, R, retrieved=retrieved, subset=subset,
+                                             judge_of=judge_of, scorer=scorer, llm=generator, gen=GEN,
+                                             max_doc_words=S.max_doc_words)
+rag_table = rag_table.assign(reader=reader_key, reader_model=reader_model)
 write_csv(ROOT / f"reports/ragcontrol/rag/{reader_key}.csv", rag_table)
 write_parquet(DATA / "rag" / reader_key / "answers.parquet",
-              pd.concat(answers, ignore_index=True).assign(reader=reader_key), index=False)
+              answers.assign(reader=reader_key), index=False)
 rag_table.round(2)
 
 # %% [markdown]
@@ -110,11 +103,8 @@ rag_table.round(2)
 # did, read by the judge: the share of answers the judge can place on a side at all.
 
 # %%
-check = []
-if S.generation_check:
-    gen_lm = generator or CachedLLM(scorer.llm)  # the scorer's model, not a second copy
-    check = [rag.generation_check(task, tests[task], S.generation_check, llm=gen_lm, gen=GEN, judge=judge_of[task])
-             | {"reader": reader_key} for task in C.tasks]
-check = pd.DataFrame(check, columns=["task", "reader", "questions", "answers on a side (%)"])
+gen_lm = (generator or CachedLLM(scorer.llm)) if S.generation_check else None  # the scorer's model, not a copy
+check = rag.generation_checks(tests, S.generation_check, llm=gen_lm, gen=GEN, judge_of=judge_of)
+check.insert(1, "reader", reader_key)
 write_csv(ROOT / f"reports/ragcontrol/rag/{reader_key}_generation_check.csv", check)
 check

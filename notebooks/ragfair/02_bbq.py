@@ -21,11 +21,7 @@
 # (`eval_fraction`): debiasing trains on the former only, every bias measurement uses the latter.
 
 # %%
-
-import pandas as pd
-
 from biaslab import config
-from biaslab.data import bbq as bbq_data
 from biaslab.io import write_csv, write_json, write_parquet
 from biaslab.paths import repo_root, resolve
 from biaslab.ragfair import bbq_build, bbq_generate
@@ -54,16 +50,10 @@ WORK = ROOT / "data/processed/ragfair/bbq_regenerated"
 # ## Does the generator reproduce a released category? (structure per template)
 
 # %%
-checks, tables = [], []
-for cat in B.check_categories:
-    generated = bbq_generate.regenerate(cat, WORK / "check" / f"{cat}.jsonl", RAW, seed=B.regenerate_seed,
-                                        max_pairs=B.max_pairs)
-    both, ok = bbq_generate.compare_structure(generated, bbq_data.load([cat], RAW))
-    checks.append({"category": cat, **ok})
-    tables.append(both.assign(category=cat))
-checks = pd.DataFrame(checks)
+checks, per_template = bbq_generate.check_categories(B.check_categories, WORK / "check", RAW, seed=B.regenerate_seed,
+                                                    max_pairs=B.max_pairs)
 write_csv(OUT / "generator_check.csv", checks)
-write_csv(OUT / "generator_check_per_template.csv", pd.concat(tables, ignore_index=True))
+write_csv(OUT / "generator_check_per_template.csv", per_template)
 failed = [c for c in checks.columns if checks[c].dtype == bool and not checks[c].all()]
 assert not failed, f"the regenerated categories differ from the released ones in: {failed}"
 checks

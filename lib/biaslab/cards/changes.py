@@ -174,3 +174,25 @@ def heatmap_frame(changes: pd.DataFrame) -> pd.DataFrame:
     wide = changes.pivot_table(index="checkpoint", columns="measure", values="bias_change", sort=False)
     scale = wide.abs().max().replace(0, 1.0)  # a column with no change stays 0 (measured), not blank
     return wide / scale
+
+
+def heatmap_figure(changes: pd.DataFrame, confidence: float):
+    """The cards' heatmap: :func:`heatmap_frame` coloured blue (less biased) to red (more), grey where a measure does
+    not apply or is not taken, and "≈" on every :func:`unresolved` change."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    grid = heatmap_frame(changes)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * grid.shape[1], 1.2 + 0.32 * grid.shape[0]))
+    sns.heatmap(grid, cmap="RdBu_r", center=0, vmin=-1, vmax=1, ax=ax, linewidths=0.5,
+                cbar_kws={"label": "change in bias / largest |change| in the column"})
+    ax.grid(False)
+    ax.set_facecolor("0.7")  # grey: the measure does not apply to that checkpoint, or is not taken (cards.csv says why)
+    for i, j in unresolved_cells(changes, grid):
+        ax.text(j + 0.5, i + 0.5, "≈", ha="center", va="center", fontsize=9)
+    ax.set_title("Change in each bias measure against the row's reference\n(blue: less biased, red: more biased; grey: "
+                 f"not measured)\n≈: within the noise band, its {confidence:.0%} interval includes 0, or not "
+                 "significant once adjusted for the number of tests")
+    ax.set_xlabel("measure")
+    ax.set_ylabel("checkpoint")
+    return fig

@@ -30,7 +30,7 @@ includes 0 or that is not significant after the adjustment is not counted as a m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,6 +186,21 @@ def encoder_card(encoder, name: str, probes: Probes) -> Card:
     row.update(rank_means(pq, a["query_set"], probes.rank_measures).iloc[0].to_dict())
     units.append(rank_units(pq, a["query_set"], probes.rank_measures).drop(columns="ranker"))
     return Card(row, pd.concat(units, ignore_index=True)[UNIT_COLUMNS[1:]])
+
+
+def checkpoint_cards(checkpoints: Sequence[Checkpoint], probes: Probes,
+                     load: Callable[[str], Any]) -> tuple[list[tuple[Checkpoint, dict]], list[pd.DataFrame]]:
+    """:func:`encoder_card` of every checkpoint, one encoder in memory at a time (``load``: a checkpoint's
+    ``source`` → its encoder, :func:`biaslab.cards.load.load_encoder`): the (checkpoint, summary) rows of
+    :func:`table` and each card's per-unit values, tagged with the checkpoint."""
+    from ..runtime import progress
+
+    rows, units = [], []
+    for ck in progress(checkpoints, desc="bias cards", unit="checkpoint"):
+        card = encoder_card(load(ck.source), ck.name, probes)
+        rows.append((ck, card.summary))
+        units.append(card.units.assign(checkpoint=ck.name))
+    return rows, units
 
 
 def noise_band(encoder, name: str, card, probes: Probes) -> dict[str, float]:

@@ -255,3 +255,20 @@ def augmented_inputs(texts: Sequence[str], augmentation: str, bank: ct.StateBank
     extra = ct.compute_states(encoder_dir, new, n_frozen=bank.n_frozen, max_length=max_length,
                               batch_size=batch_size, device=device)
     return pd.Series(v, index=texts, dtype=object), bank.merged(extra)
+
+
+def augmentation_variants(texts: Sequence[str], augmentations: Sequence[str], bank: ct.StateBank, method, train, *,
+                          encoder_dir, alpha: float, n_aug: int, seed: int, keep, visible_only: bool, device: str,
+                          synonym_fn=None, next_words=None) -> tuple[list[tuple], dict[str, list[str]]]:
+    """The sensitivity study's augmentation bars (§4.2 RQ3, Fig. 4): per augmentation, ``method`` trained as
+    ``train`` (``cscl.train``) on ``texts`` viewed by it (:func:`augmented_inputs`) — a (label, method, train, views,
+    bank) variant of :func:`run_sensitivity` —, and its first view of the first three texts, to show."""
+    variants, examples = [], {}
+    for aug in augmentations:
+        v, b = augmented_inputs(texts, aug, bank, encoder_dir=encoder_dir, alpha=alpha, n_aug=n_aug, seed=seed,
+                                keep=keep, max_length=train.max_length, visible_only=visible_only,
+                                batch_size=train.batch_size, device=device, synonym_fn=synonym_fn,
+                                next_words=next_words)
+        variants.append((f"aug={aug}", method, train, v, b))
+        examples[aug] = [v.iloc[i][0] for i in range(3)]
+    return variants, examples

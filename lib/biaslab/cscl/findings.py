@@ -10,7 +10,7 @@ fixed in advance, never picked on test.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -200,6 +200,28 @@ class Leakage:
             self._memo[seed, key] = group_leakage(self.features[seed][key], test["a"].to_numpy(), test["y"].to_numpy(),
                                                   folds=self.folds, seed=self.seed)
         return self._memo[seed, key]
+
+
+def embedding_panels(methods: Mapping, panels: Sequence[str], tasks: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The t-SNE panels of App. C.2 (Fig. 10), per task: panel label → feature key (``task|method|value``). A CE
+    method is one panel; any other method two, at its smallest and largest trade-off value."""
+    out = {}
+    for task in tasks:
+        keys = {}
+        for name in panels:
+            m = methods[name]
+            values = [None] if m.mode == "ce" else sorted({min(m.grid), max(m.grid)})
+            keys |= {name if v is None else f"{name} λ={v:g}": f"{task}|{name}|{v}" for v in values}
+        out[task] = keys
+    return out
+
+
+def panel_leakage(leakage: Leakage, seed: int, panels: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
+    """``group_leakage.csv``: the group a probe reads within class (:class:`Leakage`) for every panel of
+    :func:`embedding_panels`, at one seed — the number in each panel's title."""
+    return pd.DataFrame([{"task": task, "setting": label, "group_read_over_chance": leakage(seed, key)}
+                         for task, keys in panels.items() for label, key in keys.items()],
+                        columns=["task", "setting", "group_read_over_chance"])
 
 
 def leakage_checks(leakage: Leakage, methods: Mapping) -> list[cl.Pending]:

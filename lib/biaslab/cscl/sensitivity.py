@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as cl
+from .. import stats
 from .settings import Setting, checks_of, contrast
 
 
@@ -38,15 +39,12 @@ def sensitivity_results(sets: dict[tuple[str, float], Setting], *, rounds: int, 
                         seed: int) -> pd.DataFrame:
     """Per (variant, λ) of :func:`sensitivity_settings`: F1 and ΔEO (mean over seeds) with percentile bootstrap
     intervals over the test rows (the resamples every claim shares, :meth:`Setting.draws`)."""
-    tail = 100 * (1 - confidence) / 2
     out = []
     for (variant, value), s in sets.items():
         row = {"variant": variant, "value": value, "seeds": s.pred.shape[1], "min_top_pred_share": s.constant_share()}
         for metric in ("f1", "eo_gap"):
-            draws = s.draws(metric, rounds, seed)
-            lo, hi = np.percentile(draws[np.isfinite(draws)], [tail, 100 - tail])
-            row |= {metric: s.metric(metric, np.arange(len(s.y))), f"{metric}_ci_low": float(lo),
-                    f"{metric}_ci_high": float(hi)}
+            lo, hi = stats.percentile_interval(s.draws(metric, rounds, seed), confidence)
+            row |= {metric: s.metric(metric, np.arange(len(s.y))), f"{metric}_ci_low": lo, f"{metric}_ci_high": hi}
         out.append(row)
     return pd.DataFrame(out)
 

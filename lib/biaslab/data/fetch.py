@@ -39,6 +39,14 @@ def load_manifest() -> dict[str, Any]:
     return json.loads(resources.files("biaslab.data").joinpath("manifest.json").read_text(encoding="utf-8"))
 
 
+def dataset_rows(counts: dict[str, dict[str, int]]) -> list[dict[str, str]]:
+    """``reports/data/datasets.csv``: per data set fetched (``counts``: what :func:`fetch` returns), its origin and
+    licence from the manifest and the records its reader found."""
+    manifest = load_manifest()
+    return [{"dataset": ds, "origin": manifest[ds]["origin"], "license": manifest[ds]["license"],
+             "records": "; ".join(f"{k}: {v}" for k, v in c.items())} for ds, c in counts.items()]
+
+
 def validators() -> dict[str, Callable[[Path], dict[str, int]]]:
     """Data set -> function that reads every file of it from a raw folder (schema check)."""
     from . import (

@@ -33,13 +33,14 @@ model on token ids (the paper scale).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..frozen import StateBank, bottom_states, pad_states, run_layers
+from ..frozen import StateBank, bottom_states, frozen_count, pad_states, run_layers
 from ..layers import grad_reverse
 from ..models import new_head_classifier
 from ..runtime import progress, progress_enabled, seed_everything, select_device
@@ -253,6 +254,22 @@ class _Rows:
 
     def __getitem__(self, i):
         return self.items[i]
+
+
+def save_state_banks(model_dirs: Mapping[str, str], backbones, rows: pd.DataFrame, texts: Mapping[str, str], *,
+                     trainable_layers: int, family: str, max_length: int, batch_size: int, device: str,
+                     out_dir: Path) -> list[str]:
+    """``fairrank_data``'s frozen bottoms: per backbone, :func:`ranker_states` below its top ``trainable_layers``
+    saved as ``<out_dir>/<backbone>.npz`` (what ``fairrank_train`` reads). Returns a line per backbone."""
+    lines = []
+    for name in backbones:
+        n_frozen = frozen_count(model_dirs[name], trainable_layers, knob="fairrank.train.trainable_layers")
+        bank = ranker_states(model_dirs[name], rows, texts, family=family, n_frozen=n_frozen, max_length=max_length,
+                             batch_size=batch_size, device=device)
+        bank.save(Path(out_dir) / f"{name}.npz")
+        lines.append(f"{name}: {n_frozen} frozen layers, states of {len(bank)} texts or pairs "
+                     f"({bank.flat.nbytes / 2**20:.0f} MiB)")
+    return lines
 
 
 def _collate(inputs: _Inputs, objective: str):

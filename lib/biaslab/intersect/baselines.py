@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..losses import soft_hamming_loss
 from ..models import new_head_classifier
-from ..runtime import seed_everything, select_device
+from ..runtime import progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
 from . import prompts
 from .paragraphs import canonical
@@ -56,7 +56,18 @@ def decode(probs: np.ndarray, space: Sequence[str], threshold: float) -> list[li
     return out
 
 
+def _epoch_losses(log_history: Sequence[Mapping]) -> list[float]:
+    """The mean training loss of each epoch, from the Trainer's log (``logging_strategy="epoch"``)."""
+    return [float(h["loss"]) for h in log_history if "loss" in h]
+
+
+def _last_change(losses: Sequence[float]) -> float:
+    """The relative change of the mean training loss over the last epoch (NaN before the second)."""
+    return abs(losses[-1] / losses[-2] - 1) if len(losses) > 1 else float("nan")
+
+
 PREDICT_BATCH = 32  # inference batch of the classifiers (speed only)
+
 
 class MultiLabelClassifier:
     """Fine-tune ``AutoModelForSequenceClassification`` (multi-label) with the HF ``Trainer``."""
@@ -104,19 +115,12 @@ class MultiLabelClassifier:
         )
 
         class Convergence(TrainerCallback):
-            """Stops at the end of the first epoch whose mean training loss moved less than ``converge_tol``."""
-
-            def __init__(self):
-                self.losses: list[float] = []
-                self.converged = False
+            """Stops at the end of the first epoch whose mean training loss (the Trainer's per-epoch log) moved less
+            than ``converge_tol`` from the epoch before."""
 
             def on_log(self, args, state, control, logs=None, **kwargs):
-                if logs and "loss" in logs:
-                    self.losses.append(float(logs["loss"]))
-                    if len(self.losses) > 1 and abs(self.losses[-1] / self.losses[-2] - 1) < converge_tol:
-                        self.converged = control.should_training_stop = True
-
-        from ..runtime import progress_enabled
+                if logs and "loss" in logs and _last_change(_epoch_losses(state.log_history)) < converge_tol:
+                    control.should_training_stop = True
 
         seed_everything(seed)
         texts, labels = list(texts), list(labels)
@@ -140,7 +144,6 @@ class MultiLabelClassifier:
             eval_ds = self._dataset([texts[i] for i in val], [labels[i] for i in val])
             texts, labels = [texts[i] for i in tr], [labels[i] for i in tr]
             callbacks = [EarlyStoppingCallback(early_stopping_patience=patience)]
-        convergence = Convergence()
         base = self.model.base_model_prefix + "."
         named = list(self.model.named_parameters())
         optimizer = torch.optim.AdamW([{"params": [p for n, p in named if n.startswith(base)], "lr": learning_rate},
@@ -157,16 +160,15 @@ class MultiLabelClassifier:
             )
             trainer = _Trainer(model=self.model, args=args, train_dataset=self._dataset(texts, labels),
                                eval_dataset=eval_ds, data_collator=DataCollatorWithPadding(self.tokenizer),
-                               callbacks=[*callbacks, convergence], optimizers=(optimizer, None))
+                               callbacks=[*callbacks, Convergence()], optimizers=(optimizer, None))
             _deterministic_log_callbacks(trainer)  # no wall-clock in the executed notebook (same params, same bytes)
             result = trainer.train()
-        losses = convergence.losses
-        epochs_run = float(trainer.state.epoch or 0)
-        stopped_by = ("converged" if convergence.converged else
-                      "early_stopping" if round(epochs_run) < epochs else "max_epochs")
-        return {"train_loss": float(result.training_loss), "epochs_run": epochs_run,
-                "loss_per_epoch": [round(x, 6) for x in losses],
-                "last_change": abs(losses[-1] / losses[-2] - 1) if len(losses) > 1 else float("nan"),
+        losses = _epoch_losses(trainer.state.log_history)
+        early = callbacks and callbacks[0].early_stopping_patience_counter >= patience
+        stopped_by = ("converged" if _last_change(losses) < converge_tol else
+                      "early_stopping" if early else "max_epochs")
+        return {"train_loss": float(result.training_loss), "epochs_run": float(trainer.state.epoch or 0),
+                "loss_per_epoch": [round(x, 6) for x in losses], "last_change": _last_change(losses),
                 "stopped_by": stopped_by}
 
     def predict_proba(self, texts, batch_size: int) -> np.ndarray:

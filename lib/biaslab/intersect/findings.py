@@ -11,7 +11,8 @@ Claims:
 * retrieval depth (App. A.5): "increasing k generally improves performance … the gains diminish beyond k = 15" —
   Jaccard rises from the evaluation k to ``plateau_from``, and changes by less than ±``plateau_bound`` from there to
   the largest k of the sweep;
-* triplet strategies: hard negatives (SR-k4-UN) and LLM triplets (SR-k4+LLM) beat SR-k4 (App. A.6), when trained.
+* triplet strategies: hard negatives (SR-k4-UN) and LLM triplets (SR-k4+LLM) beat SR-k4 (App. A.6), when trained;
+  and, as checks, each strategy mines triplets SR-k4 does not (:func:`triplet_checks`).
 
 A claim against a baseline needs that baseline's competence checks (:func:`competence`): a classifier trained to
 convergence that beats the majority label set, and scores unlike the other classifier; a zero-shot LLM that beats
@@ -20,6 +21,7 @@ the majority label set. A claim whose baseline fails one is ``untestable``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import combinations
 
 import pandas as pd
@@ -38,6 +40,15 @@ def retriever_name(strategy: str) -> str:
     return f"BiasRetriever ({MODEL_NAMES[strategy]})"
 
 
+def _units(a: pd.Series, b: pd.Series) -> cl.Evidence | None:
+    """Paired Jaccard difference ``a − b`` on the (subset, paragraph) units both have (None under two)."""
+    a, b = a.align(b, join="inner")
+    both = a.notna() & b.notna()
+    if both.sum() < 2:
+        return None
+    return cl.Evidence.paired(a[both].to_numpy(), b[both].to_numpy(), "paragraphs")
+
+
 def _paired(per: pd.DataFrame, a: str, b: str, *, mask: str | None, domain: str, corpus: str,
             k: int) -> cl.Evidence | None:
     """Paired Jaccard difference of models ``a`` − ``b`` on the (subset, paragraph) units both were tested on."""
@@ -47,10 +58,7 @@ def _paired(per: pd.DataFrame, a: str, b: str, *, mask: str | None, domain: str,
     wide = sel.pivot_table(index=["subset", "paragraph_id"], columns="model", values="jaccard", aggfunc="mean")
     if a not in wide or b not in wide:
         return None
-    wide = wide[[a, b]].dropna()
-    if len(wide) < 2:
-        return None
-    return cl.Evidence.paired(wide[a].to_numpy(), wide[b].to_numpy(), "paragraphs")
+    return _units(wide[a], wide[b])
 
 
 def _name(per: pd.DataFrame, prefix: str) -> str | None:
@@ -59,13 +67,10 @@ def _name(per: pd.DataFrame, prefix: str) -> str | None:
 
 
 def _depth(in_dom: pd.DataFrame, model: str, k_from: int, k_to: int) -> cl.Evidence | None:
+    """Paired Jaccard difference of one model at ``k_to`` − at ``k_from``, per (subset, paragraph)."""
     sel = in_dom[in_dom["model"] == model]
-    a = sel[sel["k"] == k_to].set_index(["subset", "paragraph_id"])["jaccard"]
-    b = sel[sel["k"] == k_from].set_index(["subset", "paragraph_id"])["jaccard"]
-    if not (len(a) and len(b)):
-        return None
-    a, b = a.align(b, join="inner")
-    return cl.Evidence.paired(a.to_numpy(), b.to_numpy(), "paragraphs")
+    at = {k: sel[sel["k"] == k].set_index(["subset", "paragraph_id"])["jaccard"] for k in (k_to, k_from)}
+    return _units(at[k_to], at[k_from])
 
 
 def competence(per: pd.DataFrame, log: pd.DataFrame, *, level: float) -> pd.DataFrame:
@@ -173,4 +178,25 @@ def claims(per: pd.DataFrame, *, k: int, plateau_from: int, k_max: int, plateau_
             add(f"{corpus}: {label} beat SR-k4", "App. A.6, Fig. 6", "higher Jaccard",
                 _paired(in_dom, retriever_name(strategy), srk4, mask=None, domain="in-domain", corpus=corpus, k=k),
                 direction=1)
+    return out
+
+
+def triplet_checks(triplets: Mapping[str, pd.DataFrame]) -> list[cl.Pending]:
+    """The strategies act (``check`` rows, never reproductions): on each corpus (``triplets``: corpus → its
+    ``triplets.parquet``), every strategy other than SR-k4 mines triplets SR-k4 does not — per anchor paragraph, the
+    share of its (anchor, positive, negative) triplets absent from SR-k4's for that paragraph, averaged over the
+    paragraphs (App. A.6 compares models trained on them; identical triplets would make that a comparison of
+    seeds)."""
+    out = []
+    key = ["anchor", "positive", "negative"]
+    for corpus, t in triplets.items():
+        base = set(map(tuple, t.loc[t["strategy"] == "srk4", ["anchor_id", *key]].to_numpy().tolist()))
+        for strategy in [s for s in dict.fromkeys(t["strategy"]) if s != "srk4"]:
+            mine = t[t["strategy"] == strategy]
+            new = [tuple(r) not in base for r in mine[["anchor_id", *key]].to_numpy().tolist()]
+            share = pd.Series(new, index=mine.index, dtype=float).groupby(mine["anchor_id"], sort=False).mean()
+            out.append(cl.effect(f"{corpus}: the {MODEL_NAMES[strategy]} strategy mines triplets SR-k4 does not",
+                                 "App. A.6, Table 1", "a different triplet set per strategy",
+                                 cl.Evidence.of(share.to_numpy(), "anchor paragraphs"), direction=1, kind="check",
+                                 requires=()))
     return out

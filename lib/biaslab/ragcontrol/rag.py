@@ -59,6 +59,24 @@ def answer_task(task: str, mode: str, *, test: pd.DataFrame, corpus: pd.DataFram
     return pairs, results
 
 
+def answer_tasks(tasks_dir: Path, tasks, reader_cfg, *, retrieved: pd.DataFrame, subset: pd.DataFrame, judge_of, scorer,
+                 llm, gen, max_doc_words: int | None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
+    """:func:`answer_task` on every task, each in the reader's mode for it (:func:`task_mode`), with the data stage's
+    test questions and corpus (``tasks_dir``) and the questions of the reader subset: (every answer, one RAG-bias
+    row per task × setting, each task's test questions indexed by ``qid``). ``judge_of``: task → its judge."""
+    answers, results, tests = [], [], {}
+    for task in tasks:
+        tests[task] = pd.read_parquet(tasks_dir / task / "test_questions.parquet").set_index("qid")
+        pairs, rows = answer_task(
+            task, task_mode(reader_cfg, task), test=tests[task],
+            corpus=pd.read_parquet(tasks_dir / task / "corpus.parquet"), retrieved=retrieved,
+            subset=subset.loc[subset["task"] == task, "qid"].tolist(), scorer=scorer, llm=llm, gen=gen,
+            judge=judge_of[task], max_doc_words=max_doc_words)
+        answers.append(pairs)
+        results += rows
+    return pd.concat(answers, ignore_index=True), pd.DataFrame(results), tests
+
+
 def generation_check(task: str, test: pd.DataFrame, n: int, *, llm, gen, judge) -> dict:
     """How often free generation lands on a side: the first ``n`` test questions answered greedily with no
     document, read by the judge (why a small reader is scored instead)."""
@@ -67,3 +85,11 @@ def generation_check(task: str, test: pd.DataFrame, n: int, *, llm, gen, judge) 
                           max_doc_words=None)
     return {"task": task, "questions": len(head),
             "answers on a side (%)": 100 * float(np.mean([s is not None for s in sides]))}
+
+
+def generation_checks(tests: dict[str, pd.DataFrame], n: int, *, llm, gen, judge_of) -> pd.DataFrame:
+    """:func:`generation_check` on every task (``tests``: task → its test questions; ``judge_of``: task → its
+    judge); an empty table when ``n`` is 0."""
+    rows = [generation_check(task, test, n, llm=llm, gen=gen, judge=judge_of[task]) for task, test in tests.items()] \
+        if n else []
+    return pd.DataFrame(rows, columns=["task", "questions", "answers on a side (%)"])

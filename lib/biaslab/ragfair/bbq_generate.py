@@ -259,3 +259,17 @@ def compare_structure(generated: pd.DataFrame, released: pd.DataFrame) -> tuple[
         "schema_equal": list(generated.columns) == list(released.columns),
     }
     return both.drop(columns="_merge"), checks
+
+
+def check_categories(categories, work_dir: str | Path, raw_dir: str | Path, *, seed: int,
+                     max_pairs: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Regenerate each released category from its templates (:func:`regenerate`, into ``work_dir``) and compare its
+    structure with the release (:func:`compare_structure`): one row of checks per category, and the per-template
+    table of all of them. A boolean check column that is not all true means the generator does not reproduce BBQ."""
+    checks, tables = [], []
+    for cat in categories:
+        generated = regenerate(cat, Path(work_dir) / f"{cat}.jsonl", raw_dir, seed=seed, max_pairs=max_pairs)
+        both, ok = compare_structure(generated, bbq_data.load([cat], raw_dir))
+        checks.append({"category": cat, **ok})
+        tables.append(both.assign(category=cat))
+    return pd.DataFrame(checks), pd.concat(tables, ignore_index=True)
