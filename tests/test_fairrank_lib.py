@@ -190,6 +190,16 @@ def test_ranker_ids_pin_unregularised_families_to_lambda_zero():
     assert qualified_id("minilm", "lws", "none", 1.0) == "minilm|lws@0"
 
 
+def _committed_measures(results):
+    """fairrank_analysis's committed per-query measures and its query sets, the queries in the stage's order
+    (queries.parquet's)."""
+    import pandas as pd
+
+    pq = pd.read_csv(results / "per_query.csv", dtype={"qid": str})
+    order = pq.drop_duplicates(["query_set", "qid"])
+    return pq, {qs: g["qid"].tolist() for qs, g in order.groupby("query_set", sort=False)}
+
+
 def test_the_committed_claims_table_is_rebuilt_from_the_committed_per_query_measures():
     """fairrank's claims.csv and competence.csv from fixed inputs: the per-query measures and the mitigation check's
     table the analysis stage wrote (per_query.csv, mitigation.csv, in git), the paper's numbers and params.yaml give
@@ -206,9 +216,7 @@ def test_the_committed_claims_table_is_rebuilt_from_the_committed_per_query_meas
     from conftest import PARAMS, REPO
 
     results = REPO / "reports/fairrank/results"
-    pq = pd.read_csv(results / "per_query.csv", dtype={"qid": str})
-    order = pq.drop_duplicates(["query_set", "qid"])  # the queries in the stage's order (queries.parquet's)
-    query_sets = {qs: g["qid"].tolist() for qs, g in order.groupby("query_set", sort=False)}
+    pq, query_sets = _committed_measures(results)
     values = yaml.safe_load((REPO / "reports/paper_values/fairrank.yaml").read_text())
     mitigation = pd.read_csv(results / "mitigation.csv", dtype={"qid": str, "docid": str})
     rows, comp = findings.paper_claims(pq, query_sets, PARAMS, values, mitigation=mitigation)
@@ -238,9 +246,7 @@ def test_the_committed_tables_and_fig2_are_rebuilt_from_the_committed_per_query_
 
     C, E, U = PARAMS.fairrank, PARAMS.fairrank.eval, PARAMS.common.uncertainty
     results = REPO / "reports/fairrank/results"
-    pq = pd.read_csv(results / "per_query.csv", dtype={"qid": str})
-    order = pq.drop_duplicates(["query_set", "qid"])
-    query_sets = {qs: g["qid"].tolist() for qs, g in order.groupby("query_set", sort=False)}
+    pq, query_sets = _committed_measures(results)
     boot = {"rounds": U.rounds, "confidence": U.confidence, "seed": PARAMS.common.seed}
     numbered = tables.paper_tables(pq, query_sets, C.rankers, C.backbones, table_lambda=E.table_lambda,
                                    cutoffs=E.cutoffs, mrr_cutoff=E.mrr_cutoff, **boot)
