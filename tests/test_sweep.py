@@ -165,7 +165,11 @@ def test_params_variants_run_through_dvcs_own_queue(tmp_path, monkeypatch):
     run("git", "commit", "-qm", "baseline")
     run(dvc, "exp", "run", "--queue", "-S", "score.scale=3", "--name", "scale-3")
     run(dvc, "exp", "run", "--queue", "-S", "score.scale=5", "--name", "scale-5")
-    run(dvc, "queue", "start", "-j", "2")
+    # the workers it starts outlive it and keep its output open: a captured pipe would wait for them to finish
+    with open(tmp_path / "queue-start.log", "w") as log:
+        start = subprocess.run([dvc, "queue", "start", "-j", "2"], cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                               timeout=300)
+    assert start.returncode == 0, (tmp_path / "queue-start.log").read_text()
     deadline = time.monotonic() + 240
     while "Queued" in (status := run(dvc, "queue", "status")) or "Running" in status:
         assert time.monotonic() < deadline, status
