@@ -98,12 +98,8 @@ def _cmd_detect(args) -> int:
     import json
     from pathlib import Path
 
-    import pandas as pd
-
-    from . import models, stages
+    from . import detect_cache, models, stages
     from .config import load_params
-    from .embed import Encoder
-    from .intersect.detect import Detector, abstain_floor, validation_texts
     from .paths import repo_root
 
     p = load_params(sections=["common", "models", "intersect"])
@@ -118,15 +114,19 @@ def _cmd_detect(args) -> int:
         stages.build_missing([repo_root() / args.model], "detect", not args.no_build)
     model = _model_name(args.model)
     ref_path = Path(args.reference)
+    floor_from = None
     if not ref_path.suffix:  # a corpus name: the pipeline's reference corpus, built here when missing
-        ref_path = repo_root() / "data/processed/intersect" / args.reference / "reference.parquet"
+        base = repo_root() / "data/processed/intersect" / args.reference
+        ref_path = base / "reference.parquet"
         stages.build_missing([ref_path], "detect", not args.no_build)
+        if args.min_similarity is None and p.intersect.detect.abstain_quantile is not None:
+            # the abstention floor, chosen on the corpus's validation paragraphs with this encoder (intersect.detect)
+            floor_from = (base / "splits.parquet", base / "paragraphs.parquet")
+            stages.build_missing(list(floor_from), "detect's abstention floor", not args.no_build)
     elif not ref_path.is_file():
         raise UsageError(f"reference corpus {ref_path} not found (a .parquet with text,label columns)")
     E = p.intersect.evaluate
     agg = {"method": E.aggregation, "threshold": E.threshold, "top_m": E.top_m, "weighted": E.weighted}
-    folder = models.preflight([model], p.models)[model]
-    det = Detector(Encoder(folder, device=p.common.device, batch_size=p.common.batch_size), pd.read_parquet(ref_path))
     k = args.k or E.k
     if k == "validation":  # the depth the last evaluation chose on the validation split
         chosen = repo_root() / "reports/intersect/results/metrics.json"
@@ -134,15 +134,10 @@ def _cmd_detect(args) -> int:
             raise FileNotFoundError(f"intersect.evaluate.k is 'validation' and {chosen} does not exist yet "
                                     "(run `dvc repro intersect_evaluate`); or pass --k")
         k = int(json.loads(chosen.read_text(encoding="utf-8"))["k"])
-    floor = args.min_similarity
-    quantile = p.intersect.detect.abstain_quantile
-    if floor is None and quantile is not None and not Path(args.reference).suffix:
-        # the abstention floor, chosen on the corpus's validation paragraphs with this encoder (intersect.detect)
-        base = repo_root() / "data/processed/intersect" / args.reference
-        stages.build_missing([base / "splits.parquet", base / "paragraphs.parquet"], "detect's abstention floor",
-                      not args.no_build)
-        val = validation_texts(pd.read_parquet(base / "splits.parquet"), pd.read_parquet(base / "paragraphs.parquet"))
-        floor = abstain_floor(det, val, quantile)
+    folder = models.preflight([model], p.models)[model]
+    det, floor = detect_cache.detector(folder, ref_path, device=p.common.device, batch_size=p.common.batch_size,
+                                       floor_from=floor_from, quantile=p.intersect.detect.abstain_quantile)
+    floor = args.min_similarity if args.min_similarity is not None else floor
     results = det.detect(texts, k=k, min_similarity=floor, **agg)
     if args.json:
         print(json.dumps([{"text": t, "labels": r.labels, "abstained": r.abstained,
