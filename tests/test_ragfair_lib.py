@@ -1,6 +1,7 @@
 """ragfair library: probing scores and probe, extrinsic parity metrics, BBQ SEAT sets, pairs, losses, masking."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -447,7 +448,7 @@ def test_app61_grid_has_the_papers_272_runs_and_the_committed_config_matches(tmp
     overrides.apply_overrides(REPO / "configs/paper-scale.yaml", target)
     overrides.apply_overrides(REPO / "configs/ragfair-app61-grid.yaml", target)
     p = config.load_params(target)
-    assert len(p.ragfair.train.runs) == 278 and len(p.ragfair.evaluate.checkpoints) == 11 and p.ragfair.evaluate.include_all_runs
+    assert len(p.ragfair.train.runs) == 279 and len(p.ragfair.evaluate.checkpoints) == 11 and p.ragfair.evaluate.include_all_runs
     cfg = debias.method_config(p.ragfair.train, "lora-r16a32_wise-l3m0p75_alpha1p0_beta0p0001_tau0p07")
     assert (cfg.lora, cfg.wiseft, cfg.lora_r, cfg.lora_alpha, cfg.wiseft_layers, cfg.wiseft_lambda, cfg.tau,
             cfg.beta, cfg.alpha) == (True, True, 16, 32, 3, 0.75, 0.07, 1e-4, 1.0)
@@ -508,6 +509,24 @@ def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_p
     diff = max(float((w0[k] - w1[k]).abs().max()) for k in w0)
     assert diff > 0, "alpha = 0 and alpha = 1 trained identical weights: the fairness term does not reach them"
     assert s0["last_terms"]["fair"] > 0 and s1["last_terms"]["fair"] > 0
+    # at an exaggerated alpha the term acts on what it targets: L_fair on the training pairs, batch by batch
+    _, s1000 = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "a1000", recipe(wiseft=True, alpha=1000.0),
+                            **train_args())
+    assert len(s0["fair_terms_after"]) == 2 and all(
+        a < b for a, b in zip(s1000["fair_terms_after"], s0["fair_terms_after"], strict=True))
+    # ... which the pipeline's check reads back from the checkpoints (ragfair.evaluate.acts)
+    from biaslab import claims as cl
+    from biaslab.ragfair import evaluation
+
+    acts = SimpleNamespace(run="a1000", control="a0")
+    fair, moved = cl.finalize(evaluation.acts(acts, {"a1000": SimpleNamespace(alpha=1000.0)},
+                                              base_dir=model_dir("minilm"), models_dir=tmp_path,
+                                              evaluation=bbq_frame(), acc_at_1="answers_question", device="cpu",
+                                              batch_size=8), level=0.95)
+    assert fair.kind == moved.kind == "check" and fair.n == 2 and moved.n == len(bbq_frame())
+    assert fair.our_value == pytest.approx(np.mean(s1000["fair_terms_after"]) - np.mean(s0["fair_terms_after"]))
+    assert evaluation.acts(None, {}, base_dir=None, models_dir=tmp_path, evaluation=None, acc_at_1="", device="cpu",
+                           batch_size=8) == []
 
 
 def test_a_lora_run_merges_changed_weights_into_a_plain_checkpoint(tmp_path):

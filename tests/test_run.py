@@ -27,7 +27,7 @@ def test_notebook_declares_exactly_the_stage_params_without_values(stage):
     declared = run.parameter_names(nb)
     assert declared == set(names) | set(members), (
         f"{stage}: parameters cell declares {sorted(declared - set(names) - set(members))} that the stage does not "
-        f"list, and lacks {sorted(set(names) | set(members) - declared)}; `biaslab deps --cell {stage}` prints the cell")
+        f"list, and lacks {sorted((set(names) | set(members)) - declared)}; `biaslab deps --cell {stage}` prints the cell")
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     ns: dict = {}
     exec(cell.source, ns)

@@ -349,6 +349,7 @@ def test_intersect_triplet_checks_see_a_strategy_that_mines_what_sr_k4_mines():
 
 
 def test_ragfair_intervals_and_claims_from_card_decisions():
+    from biaslab import claims as cl
     from biaslab.ragfair import cards, findings
 
     rng = np.random.default_rng(0)
@@ -373,7 +374,7 @@ def test_ragfair_intervals_and_claims_from_card_decisions():
     same = iv[(iv["checkpoint"] == "Full without fairness (alpha=0)") & (iv["measure"] == "spd")].iloc[0]
     assert same["diff_vs_baseline"] == 0 and same["diff_ci_low"] == same["diff_ci_high"] == 0
     E = SimpleNamespace(acc_floor=50.0, acc_drop_bound=2.0)
-    rows, comp = findings.paper_claims(card_of, {}, None, None, E, level=0.95, rounds=500, seed=0)
+    rows, comp = findings.paper_claims(card_of, {}, None, None, E, level=0.95, rounds=500, seed=0, checks=[])
     assert comp["passed"].tolist() == [True] and comp["ci_low"].iloc[0] > 50  # hits at 70 %
     out = {c.claim: c for c in rows}
     full = out["Full framework lowers SPD vs the frozen encoder"]
@@ -392,9 +393,26 @@ def test_ragfair_intervals_and_claims_from_card_decisions():
     # a retriever below the floor: every claim untestable, naming the check
     weak = {k: cards.Card({}, pd.DataFrame(), {c: (g, p, np.zeros(len(g), bool)) for c, (g, p, _) in v.decisions.items()})
             for k, v in card_of.items()}
-    rows, comp = findings.paper_claims(weak, {}, None, None, E, level=0.95, rounds=500, seed=0)
+    acts = findings.acts_checks(weak["Full framework"].decisions, [0.01, 0.02, 0.01, 0.02, 0.01], base.decisions,
+                                [0.03, 0.04, 0.03, 0.04, 0.035], alpha=1000, run="strong", control="a0")
+    rows, comp = findings.paper_claims(weak, {}, None, None, E, level=0.95, rounds=500, seed=0, checks=acts)
     assert comp["passed"].tolist() == [False]
-    assert {c.verdict for c in rows} == {"untestable"} and all("competence check" in c.rule for c in rows)
+    claims = [c for c in rows if c.kind == "claim"]
+    assert {c.verdict for c in claims} == {"untestable"} and all("competence check" in c.rule for c in claims)
+    # the checks are not gated: a strong α that lowers L_fair per batch and changes half the answers acts
+    checks = {c.claim: c for c in rows if c.kind == "check"}
+    fair = checks["at α = 1000 the fairness term lowers L_fair on the training pairs (strong vs a0)"]
+    assert fair.our_value == pytest.approx(-0.021) and fair.n == 5 and fair.verdict == "reproduced"
+    moved = checks["at α = 1000 the fairness term changes retrieval (share of BBQ rows whose retrieved answer differs "
+                   "from a0's)"]
+    assert moved.verdict == "reproduced" and moved.n == 240 and 0.3 < moved.our_value < 0.7
+    # ... and a run that retrieves exactly what its control does has not acted
+    [_, same] = cl.finalize(findings.acts_checks(base.decisions, [0.01] * 3, base.decisions, [0.03] * 3, alpha=1000,
+                                                 run="strong", control="a0"), level=0.95)
+    assert same.our_value == 0 and same.verdict != "reproduced"
+    with pytest.raises(ValueError, match="other rows"):
+        findings.acts_checks({"Age": base.decisions["Age"]}, [0.0], base.decisions, [0.0], alpha=1, run="a",
+                             control="b")
 
 
 def _baselines(corpus="indic", n=40, *, same=False, stuck=False):

@@ -67,7 +67,7 @@ def shrink(params: dict) -> dict:
     rf["pairs"]["n_pairs"] = 16
     rf["train"].update(batch_size=8, gradient_probe_batches=1, runs={"lora_wiseft": {"lora": True, "wiseft": True, "alpha": 1.0}})
     rf["evaluate"].update(max_rows_per_category=40, seat_n_samples=200, bootstrap_rounds=2, perturbation_rounds=5,
-                          checkpoints=[
+                          acts=None, checkpoints=[
         {"name": "Baseline (frozen encoder)", "run": None, "mask": False},
         {"name": "Head masking", "run": None, "mask": True},
         {"name": "LoRA + WiSE-FT", "run": "lora_wiseft", "mask": False},

@@ -68,6 +68,7 @@ include_all_runs = ...  # ragfair.evaluate.include_all_runs
 acc_drop_bound = ...  # ragfair.evaluate.acc_drop_bound
 acc_at_1 = ...  # ragfair.evaluate.acc_at_1
 acc_floor = ...  # ragfair.evaluate.acc_floor
+acts = ...  # ragfair.evaluate.acts
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
@@ -166,11 +167,18 @@ plt.show()
 # (the frozen encoder's Acc@1 at least `acc_floor` %: else every claim is untestable) and each claim of §4.1–4.3
 # judged by magnitude against the paper's effect (`biaslab.claims.finalize`: Holm across the claims; docs/claims.md).
 
+# %% [markdown]
+# Beyond the paper, a check rather than a claim: does the fairness term act at all? The same LoRA recipe trained
+# at an exaggerated α (`ragfair.evaluate.acts`) must lower L_fair on its training pairs and change retrieval against
+# its α = 0 control; the two `check` rows of the claims table below.
+
 # %%
+acts = evaluation.acts(E.acts, T.runs, base_dir=M[T.base_model], models_dir=ROOT / "data/models/ragfair",
+                       evaluation=rows, acc_at_1=E.acc_at_1, device=P.common.device, batch_size=P.common.batch_size)
 trend = pd.read_csv(ROOT / "reports/ragfair/diagnosis/depth_trend.csv")
 table1 = pd.read_csv(ROOT / "reports/ragfair/diagnosis/table1_bbq_seat.csv")
 claim_rows, competence = findings.paper_claims(card_of, corr, trend, table1, E, level=U.confidence,
-                                               rounds=U.rounds, seed=P.common.seed)
+                                               rounds=U.rounds, seed=P.common.seed, checks=acts)
 write_csv(OUT / "competence.csv", competence)
 display(competence)  # noqa: F821
 claims = cl.write(OUT / "claims.csv", claim_rows)

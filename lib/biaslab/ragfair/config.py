@@ -122,6 +122,11 @@ class RagfairCheckpoint(Section):
     mask: bool = False  # head masking applied after training
 
 
+class RagfairActs(Section):
+    run: str  # a key of ragfair.train.runs with an exaggerated fairness weight α
+    control: str  # the same recipe at α = 0
+
+
 class RagfairEvaluate(Section):
     """Bias cards, Table 2 and the intrinsic–extrinsic correlation (§3.3, §4.2–4.3)."""
 
@@ -135,6 +140,7 @@ class RagfairEvaluate(Section):
     acc_drop_bound: float = Field(gt=0)  # claim check: Acc@1 change (points) the paper calls a small cost (§4.3)
     acc_at_1: Literal["answers_question", "own_context"]  # what a top-1 hit is (biaslab.ragfair.extrinsic)
     acc_floor: float = Field(ge=0, le=100)  # competence: the frozen encoder's Acc@1 (%) at least this
+    acts: RagfairActs | None  # the check that the fairness term acts at an exaggerated α; null = skip it
 
 
 class Ragfair(Section):
@@ -148,9 +154,13 @@ class Ragfair(Section):
 
     @model_validator(mode="after")
     def _checkpoints_name_trained_runs(self):
-        unknown = sorted({c.run for c in self.evaluate.checkpoints if c.run is not None} - set(self.train.runs))
+        acts = self.evaluate.acts
+        used = {c.run for c in self.evaluate.checkpoints if c.run is not None} | ({acts.run, acts.control} if acts
+                                                                                  else set())
+        unknown = sorted(used - set(self.train.runs))
         if unknown:
-            raise ValueError(f"ragfair.evaluate.checkpoints use runs {unknown} that are not in ragfair.train.runs "
+            raise ValueError(f"ragfair.evaluate.checkpoints / acts use runs {unknown} that are not in "
+                             f"ragfair.train.runs "
                              f"({sorted(self.train.runs)}); add them there or fix the names")
         return self
 

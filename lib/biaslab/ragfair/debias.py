@@ -166,6 +166,25 @@ def gradient_shares(st_model, pairs, cfg: MethodConfig, *, batches: int, batch_s
             "fair_term_mean": float(np.mean(fair_v))}
 
 
+def fairness_terms(st_model, pairs, cfg: MethodConfig, *, batch_size: int) -> list[float]:
+    """L_fair (``cfg.fair_variant``) of the model on each consecutive batch of ``pairs``, dropout off: what the
+    fairness term targets, measured after training so that a run and its α = 0 control can be compared batch by
+    batch (the check that an exaggerated α acts, :func:`biaslab.ragfair.findings.acts_checks`)."""
+    import torch
+    from sentence_transformers.base.losses.merged_forward import embed_columns
+
+    was_training = st_model.training
+    st_model.eval()
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(pairs), batch_size):
+            b = pairs.iloc[start : start + batch_size]
+            q, _, bs, bn = embed_columns(st_model, [st_model.tokenize(b[c].tolist()) for c in COLUMNS])
+            out.append(float(fairness_gap(q, bs, bn, cfg.fair_variant)))
+    st_model.train(was_training)
+    return out
+
+
 def prepare(st_model, cfg: MethodConfig):
     """Freeze / wrap the model for ``cfg``; returns the number of trainable parameters."""
     hf = transformer(st_model)
@@ -227,11 +246,13 @@ def train(base_dir, pairs, out_dir, cfg: MethodConfig, *, epochs: int, batch_siz
                         warmup=warmup_ratio, seed=seed, device=dev, max_grad_norm=max_grad_norm,
                         optim="adamw_torch")
     finalize(model, base_state, cfg)
+    after = fairness_terms(model, pairs, cfg, batch_size=batch_size)
     run = {"method": cfg.__dict__ | {"lora_targets": list(cfg.lora_targets)}, "epochs": epochs,
            "batch_size": batch_size, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
            "max_grad_norm": max_grad_norm, "seed": seed, "device": dev, **record}
     return finish(model, out_dir, result, curve, record=run, trainable_parameters=int(n_trainable),
-                  pairs=len(data), last_terms=loss.last, **({"gradients_at_start": shares} if shares else {}))
+                  pairs=len(data), last_terms=loss.last, fair_terms_after=after,
+                  **({"gradients_at_start": shares} if shares else {}))
 
 
 # ------------------------------------------------------------------------------------------- head masking

@@ -50,6 +50,26 @@ def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: 
     return card_of, masked_heads, embed_of
 
 
+def acts(acts, runs: Mapping, *, base_dir, models_dir: Path, evaluation: pd.DataFrame, acc_at_1: str, device: str,
+         batch_size: int) -> list:
+    """The check rows of :func:`.findings.acts_checks` for ``acts`` (``ragfair.evaluate.acts``; none when it is
+    None): each of its two runs' retrieval decisions on the evaluation rows and its L_fair per training batch after
+    training (``fair_terms_after`` in the checkpoint's ``biaslab_run.json``)."""
+    import json
+
+    from ..embed import Encoder
+    from .findings import acts_checks
+
+    if acts is None:
+        return []
+    got = []
+    for run in (acts.run, acts.control):
+        enc = Encoder(cards.load_checkpoint(run, base_dir, models_dir, device), device=device, batch_size=batch_size)
+        record = json.loads((Path(models_dir) / run / "biaslab_run.json").read_text(encoding="utf-8"))
+        got += [extrinsic.category_decisions(enc, evaluation, acc_at_1), record["summary"]["fair_terms_after"]]
+    return acts_checks(*got, alpha=runs[acts.run].alpha, run=acts.run, control=acts.control)
+
+
 def card_table(checkpoints: Sequence[RagfairCheckpoint], card_of: Mapping, masked_heads: Mapping) -> pd.DataFrame:
     """One row per checkpoint: its run, mask, number of masked heads and every summary measure of its card."""
     return pd.DataFrame([{"checkpoint": ck.name, "run": ck.run or "(base)", "mask": ck.mask,

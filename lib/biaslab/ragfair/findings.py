@@ -33,8 +33,13 @@ CONTROLS = {"Full framework": "Full without fairness (alpha=0)", "LoRA-only": "L
 
 
 def _flat(card) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return _flat_decisions(card.decisions)
+
+
+def _flat_decisions(decisions: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(category, gold role, retrieved role, hit) per evaluation row, from {category: (gold, retrieved, hit)}."""
     cats, gold, pred, hit = [], [], [], []
-    for cat, (g, p, h) in card.decisions.items():
+    for cat, (g, p, h) in decisions.items():
         cats += [cat] * len(g)
         gold.append(g)
         pred.append(p)
@@ -214,10 +219,32 @@ def claims(card_of: Mapping, corr: Mapping, trend: pd.DataFrame | None, table1: 
     return out
 
 
+def acts_checks(run_decisions: Mapping, run_terms, control_decisions: Mapping, control_terms, *, alpha: float,
+                run: str, control: str) -> list[cl.Pending]:
+    """Beyond the paper, a check rather than a claim (a mitigation that does not act is a bug until shown
+    otherwise): trained at an exaggerated fairness weight ``alpha``, the recipe ``run`` must
+
+    * lower what the term targets, L_fair on the training pairs, against the same recipe at α = 0 (``control``):
+      paired per training batch (``fair_terms_after`` of :func:`.debias.train`);
+    * change retrieval: the share of BBQ evaluation rows whose retrieved answer role differs from the control's
+      (``decisions``: :func:`.extrinsic.category_decisions` of each) lies above 0."""
+    r, c = _flat_decisions(run_decisions), _flat_decisions(control_decisions)
+    if not (np.array_equal(r[0], c[0]) and np.array_equal(r[1], c[1])):
+        raise ValueError(f"runs {run!r} and {control!r} were evaluated on other rows")
+    fair = cl.Evidence.paired(run_terms, control_terms, "training batches")
+    changed = cl.Evidence.of((r[2] != c[2]).astype(float), "BBQ rows")
+    return [cl.effect(f"at α = {alpha:g} the fairness term lowers L_fair on the training pairs ({run} vs {control})",
+                      "§3.4.2", "lower", fair, direction=-1, kind="check"),
+            cl.effect(f"at α = {alpha:g} the fairness term changes retrieval (share of BBQ rows whose retrieved answer "
+                      f"differs from {control}'s)", "§3.4.2", "> 0", changed, direction=1, kind="check")]
+
+
 def paper_claims(card_of: Mapping, corr: Mapping, trend: pd.DataFrame | None, table1: pd.DataFrame | None, E, *,
-                 level: float, rounds: int, seed: int) -> tuple[list[cl.Claim], pd.DataFrame]:
+                 level: float, rounds: int, seed: int, checks: list[cl.Pending]) -> tuple[list[cl.Claim], pd.DataFrame]:
     """(claims table rows, competence table) with the settings ``E`` (``ragfair.evaluate``): what ragfair_evaluate
-    writes. Every claim needs the competence check (:func:`competence`)."""
+    writes, ``checks`` (e.g. :func:`acts_checks`) after the claims. Every claim needs the competence check
+    (:func:`competence`)."""
     comp_table = competence(card_of, floor=E.acc_floor, level=level, rounds=rounds, seed=seed)
-    pending = claims(card_of, corr, trend, table1, acc_drop_bound=E.acc_drop_bound, rounds=rounds, seed=seed)
+    pending = claims(card_of, corr, trend, table1, acc_drop_bound=E.acc_drop_bound, rounds=rounds,
+                     seed=seed) + list(checks)
     return cl.finalize(pending, level=level, competence_table=comp_table), comp_table
