@@ -27,6 +27,25 @@ def test_paper_scale_and_grid_configs_validate_when_merged():
     assert len(validate(raw, "grid").ragfair.train.runs) > 200
 
 
+def test_the_gpu_profile_validates_and_keeps_the_offline_models():
+    from biaslab import models
+
+    def names(node) -> set[str]:
+        if isinstance(node, dict):
+            return set().union(*map(names, node.values())) if node else set()
+        if isinstance(node, list):
+            return set().union(*map(names, node)) if node else set()
+        return {node} if isinstance(node, str) and node in models.REGISTRY else set()
+
+    raw = fresh()
+    overrides._merge(raw, config.read_yaml(REPO / "configs" / "gpu.yaml"))
+    p = validate(raw, "gpu")
+    assert p.common.device == "cuda" and len(p.intersect.train.runs) == 24 and p.fairrank.data.max_pairs == 0
+    per_task = len(p.ragcontrol.train.runs) * len(p.ragcontrol.train.merges) / len(p.ragcontrol.tasks)
+    assert per_task == 20  # embedders per task: freeze_layers 0-4 x 4 WiSE-FT merges
+    assert names(raw) == names(fresh())  # no model that does not ship offline
+
+
 def test_unknown_key_names_the_dotted_key():
     raw = fresh()
     raw["ragfair"]["seat"]["n_sample"] = 5
