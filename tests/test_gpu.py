@@ -1,0 +1,50 @@
+"""What only a CUDA device can show: the GPU path gives the CPU path's results. Skipped without a GPU; on a GPU
+machine run them first with ``pytest -m gpu``."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from conftest import model_dir
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+TEXTS = ["The nurse said she would be late.", "The engineer fixed it himself.", "A quiet morning in the park.",
+         "word " * 300]
+
+
+def test_auto_picks_the_gpu():
+    from biaslab.runtime import select_device
+
+    assert select_device("auto") == "cuda" and select_device("cuda:0") == "cuda:0"
+
+
+def test_the_encoder_gives_the_cpus_vectors_on_the_gpu():
+    from biaslab.embed import Encoder
+
+    cpu = Encoder(model_dir("minilm"), device="cpu", batch_size=8, cache=False).encode(TEXTS)
+    gpu = Encoder(model_dir("minilm"), device="cuda", batch_size=8, cache=False)
+    assert gpu.model.device.type == "cuda"
+    np.testing.assert_allclose(gpu.encode(TEXTS), cpu, atol=1e-4)
+
+
+def test_a_debiasing_run_trains_on_the_gpu_and_saves_a_checkpoint_the_cpu_loads(tmp_path):
+    from biaslab.embed import Encoder
+    from biaslab.ragfair import debias
+    from biaslab.train import encoder_layers, transformer
+
+    pairs = pd.DataFrame([{"query": f"Who forgot meeting {i}?", "passage": f"Someone forgot meeting {i}.",
+                           "biased_stereotyped": f"The old man forgot meeting {i}.",
+                           "biased_non_stereotyped": f"The young woman forgot meeting {i}."} for i in range(16)])
+    cfg = debias.MethodConfig(lora=True, wiseft=False, alpha=1.0, beta=1e-4, tau=0.05, fair_variant="squared",
+                              lora_r=8, lora_alpha=16, lora_dropout=0.1, lora_targets=("query", "key", "value"),
+                              wiseft_layers=2, wiseft_lambda=0.5)
+    out, summary = debias.train(model_dir("minilm"), pairs, tmp_path / "lora", cfg, epochs=1, batch_size=8,
+                                learning_rate=1e-4, warmup_ratio=0.0, max_grad_norm=1.0, seed=0, device="cuda",
+                                max_seq_length=32, record={}, probe_batches=1)
+    assert summary["steps"] == 2 and np.isfinite(summary["train_loss"]) and len(summary["fair_terms_after"]) == 2
+    enc = Encoder(out, device="cpu", batch_size=8, cache=False)  # saved from the GPU, read on the CPU
+    assert len(encoder_layers(transformer(enc.model))) == 6 and enc.encode(TEXTS[:2]).shape == (2, 384)
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    assert 0 < peak < 8, f"peak GPU memory {peak:.2f} GiB for a 16-pair run"
