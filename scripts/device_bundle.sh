@@ -13,7 +13,8 @@
 #
 # The GPU image (torch, transformers, sentence-transformers, peft, pandas, scikit-learn, scipy, statsmodels,
 # seaborn, pyarrow, pyyaml, pytest) lacks pydantic, datasets and ruamel.yaml, which the library imports. DVC,
-# papermill, jupytext, FAISS, ir-measures and fairlearn do not travel: with MiniLM's 45 MB they would not fit.
+# papermill, jupytext, FAISS, ir-measures and fairlearn do not travel: with MiniLM's 45 MB they would not fit (without
+# FAISS, biaslab.index searches with torch.topk on the GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-device_bundle}

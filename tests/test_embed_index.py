@@ -284,6 +284,25 @@ def test_dense_index_is_exact_cosine_top_k():
     assert not DenseIndex(docs).on_gpu
 
 
+def test_without_faiss_the_torch_search_finds_the_same_neighbours(monkeypatch):
+    from biaslab import index
+
+    rng = np.random.default_rng(1)
+    docs, queries = rng.normal(size=(700, 48)), rng.normal(size=(30, 48))
+    want_s, want_i = DenseIndex(docs, search_backend="faiss").search(queries, 10)
+    monkeypatch.setattr(index, "_faiss_installed", lambda: False)  # a GPU image without FAISS
+    idx = DenseIndex(docs)
+    assert idx.backend == "torch" and not index.gpu_available()
+    got_s, got_i = idx.search(queries, 10)
+    np.testing.assert_array_equal(got_i, want_i)
+    np.testing.assert_allclose(got_s, want_s, atol=1e-5)
+    assert got_i.dtype == np.int64 and got_s.dtype == np.float32
+    _, i = idx.search(queries[:2], 1000)  # k clamped as FAISS's is
+    assert i.shape == (2, 700)
+    with pytest.raises(ValueError, match="search backend"):
+        DenseIndex(docs, search_backend="annoy")
+
+
 def test_dense_index_edges():
     idx = DenseIndex(np.eye(3))
     s, i = idx.search(np.eye(3)[:1], 10)  # k larger than the index is clamped

@@ -29,6 +29,21 @@ def test_the_encoder_gives_the_cpus_vectors_on_the_gpu():
     np.testing.assert_allclose(gpu.encode(TEXTS), cpu, atol=1e-4)
 
 
+def test_the_search_on_the_gpu_finds_the_exact_neighbours():
+    from biaslab.index import DenseIndex
+
+    rng = np.random.default_rng(0)
+    docs, queries = rng.normal(size=(2000, 64)), rng.normal(size=(50, 64))
+    idx = DenseIndex(docs, search_backend="torch")  # the GPU image has no FAISS
+    assert idx.on_gpu
+    scores, ids = idx.search(queries, 10)
+    dn = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+    sims = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ dn.T
+    want = np.argsort(-sims, axis=1)[:, :10]
+    np.testing.assert_array_equal(ids, want)
+    np.testing.assert_allclose(scores, np.take_along_axis(sims, want, 1), atol=1e-4)
+
+
 def test_a_debiasing_run_trains_on_the_gpu_and_saves_a_checkpoint_the_cpu_loads(tmp_path):
     from biaslab.embed import Encoder
     from biaslab.ragfair import debias
