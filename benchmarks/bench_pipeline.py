@@ -19,7 +19,7 @@ runs assemble one figure per stage); it names every stage of dvc.yaml that no lo
 lower bound; with ``--keep coldest`` the record that embedded the most texts itself wins instead (a rerun on a
 warm embedding store is faster than a fresh clone's run). Per stage: wall time, peak resident memory of the stage's process tree (the runner and its kernel;
 absent from logs written before the runner recorded it) and the embedding store's hit rate. Targets: the whole
-default pipeline within 90 minutes of stage time, every stage within 4 GB, a no-op repro within 10 s, the
+default pipeline within the 150-minute ceiling of stage time, every stage within 4 GB, a no-op repro within 10 s, the
 library's train (and encode, ``bench_foundation.py``) throughput at least 0.95 of the bare library's. Run
 ``noop`` and ``train`` on an otherwise idle machine.
 """
@@ -42,7 +42,7 @@ OUT = ROOT / "benchmarks" / "results" / "pipeline.json"
 # README command 1, in its two parts (``fresh`` times them apart)
 INSTALL, REPRO = "scripts/bootstrap.sh", ". .venv/bin/activate && dvc repro --force"
 COMMAND_1 = f"{INSTALL} && {REPRO}"
-TARGETS = {"pipeline_minutes_max": 90.0, "stage_peak_mb_max": 4096.0, "noop_repro_s_max": 10.0,
+TARGETS = {"pipeline_minutes_max": 150.0, "stage_peak_mb_max": 4096.0, "noop_repro_s_max": 10.0,
            "train_ratio_min": 0.95}
 
 

@@ -3,22 +3,27 @@
 #
 #     scripts/device_check.sh [BUNDLE]        (default BUNDLE: device_bundle)
 #
-# 1. installs the bundle's wheels into a temporary prefix (nothing goes into the machine's Python) and puts them, the
-#    library and the bundle's fp16 MiniLM first on PYTHONPATH;
+# 1. installs the bundle's wheels and unpacks its fp16 MiniLM into a temporary prefix (nothing goes into the machine's
+#    Python) and puts them and the library first on PYTHONPATH;
 # 2. runs the CUDA tests (`pytest -m gpu`, tests/test_gpu.py);
 # 3. times the same ragfair debiasing run (LoRA, 64 pairs, 4 steps) on the GPU and on the CPU;
-# and writes GPU_JSON (default benchmarks/results/gpu.json): device, torch and CUDA versions, the tests' outcome,
-# each part's seconds, peak GPU memory and the CPU / GPU time ratio of that run.
+# 4. runs the bundle's stages (its run.json: the profile's pipeline without DVC, `biaslab run --plain`) in a scratch
+#    copy of the repository with the bundle's parameters and data, each after those it needs, until STAGE_BUDGET_S
+#    seconds (default 420; 0: no limit) have passed; STAGES (space-separated prefixes, e.g. "ragfair_ cscl_") runs a
+#    part of them; each stage's log is in the scratch copy, and a failed one's tail is printed;
+# and writes GPU_JSON (default benchmarks/results/gpu.json): device, torch and CUDA versions, the tests' outcome, the
+# CPU / GPU time ratio of that run, and each stage's seconds, peak GPU and resident memory and outcome; and each
+# paper's claims.csv / competence.csv at that scale under GPU_RESULTS/<paper>/ (default reports/gpu).
 #
-# With CUDA_VISIBLE_DEVICES= it runs on the CPU (the tests skip, no ratio), which is how CI keeps it from rotting.
-# Not yet here: the medium profile's stages (configs/gpu.yaml) need the pipeline runner without DVC and papermill,
-# which do not fit in the bundle (scripts/device_bundle.sh).
+# With CUDA_VISIBLE_DEVICES= it runs on the CPU (the tests skip, no ratio): CI does, on a bundle of tiny parameters,
+# so that it cannot rot. Exit status: the tests' if they failed, else 1 if a stage failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=${1:-device_bundle}
 PY=${PYTHON:-python3}
 GPU_JSON=${GPU_JSON:-benchmarks/results/gpu.json}
-[ -d "$BUNDLE/wheels" ] && [ -d "$BUNDLE/site" ] || {
+GPU_RESULTS=${GPU_RESULTS:-reports/gpu}
+[ -d "$BUNDLE/wheels" ] && [ -f "$BUNDLE/site.tar.xz" ] || {
   echo "device_check: $BUNDLE is not a bundle; build it with scripts/device_bundle.sh" >&2; exit 2; }
 BUNDLE=$(cd "$BUNDLE" && pwd)
 
@@ -26,8 +31,10 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 "$PY" -m pip install --quiet --disable-pip-version-check --no-index --no-deps --target "$prefix/site" \
   "$BUNDLE"/wheels/*.whl
-export PYTHONPATH="$PWD/lib:$prefix/site:$BUNDLE/site${PYTHONPATH:+:$PYTHONPATH}"
-export BIASLAB_CACHE_DIR="$prefix/cache" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+"$PY" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="data")' \
+  "$BUNDLE/site.tar.xz" "$prefix/model"
+export PYTHONPATH="$PWD/lib:$prefix/site:$prefix/model/site${PYTHONPATH:+:$PYTHONPATH}"
+export BIASLAB_CACHE_DIR="$prefix/cache" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 
 SECONDS=0
 tests=0
@@ -35,32 +42,37 @@ tests=0
   || tests=$?
 tests_s=$SECONDS
 
-"$PY" - "$GPU_JSON" "$prefix" "$tests" "$tests_s" "$BUNDLE" <<'PY'
-"""Time one debiasing run on each device and write the record."""
+status=0
+"$PY" - "$GPU_JSON" "$prefix" "$tests" "$tests_s" "$BUNDLE" "$GPU_RESULTS" <<'PY' || status=$?
+"""Time one debiasing run on each device, run the bundle's stages, and write the record."""
 import json
+import os
 import platform
+import shutil
+import subprocess
 import sys
+import tarfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pandas as pd
 import torch
 
-from biaslab import config, models
+from biaslab import config, models, stages
 from biaslab.io import write_json
 from biaslab.ragfair import debias
 
-out, prefix, status, tests_s, bundle = (Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]),
-                                        Path(sys.argv[5]))
+sys.path.insert(0, "tests")
+from fixtures import ragfair_pairs  # noqa: E402  (the tests' toy pairs)
+
+out, prefix, status, tests_s, bundle, results = (Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]),
+                                                 float(sys.argv[4]), Path(sys.argv[5]), Path(sys.argv[6]))
 P = config.load_params()
 T = P.ragfair.train
 folder = models.preflight(["minilm"], P.models)["minilm"]
-if not folder.resolve().is_relative_to(bundle):
-    sys.exit(f"device_check: minilm resolved to {folder}, not to the bundle's fp16 copy in {bundle}")
-pairs = pd.DataFrame([{"query": f"Who forgot meeting {i}?", "passage": f"Someone forgot meeting {i}.",
-                       "biased_stereotyped": f"The old man forgot meeting {i}.",
-                       "biased_non_stereotyped": f"The young woman forgot meeting {i}."} for i in range(64)])
+if not folder.resolve().is_relative_to(prefix.resolve()):
+    sys.exit(f"device_check: minilm resolved to {folder}, not to the bundle's fp16 copy")
+pairs = ragfair_pairs(64)
 cfg = debias.method_config(T, "lora")
 
 
@@ -79,6 +91,61 @@ if cuda:
     torch.cuda.reset_peak_memory_stats()
     seconds["train_gpu"] = run("cuda")
 seconds["train_cpu"] = run("cpu")
+
+
+def run_stages() -> list[dict]:
+    """The bundle's stages in a scratch copy of the repository, each after those it needs, within the budget."""
+    plan = json.loads((bundle / "run.json").read_text())
+    work = prefix / "repo"
+    for part in ("lib", "notebooks", "dvc.yaml", "pyproject.toml", "reports/paper_values"):
+        if Path(part).is_dir():
+            shutil.copytree(part, work / part, ignore=shutil.ignore_patterns("__pycache__"))
+        elif Path(part).is_file():
+            shutil.copy(part, work / part)
+    shutil.copy(bundle / "params.yaml", work / "params.yaml")
+    raw = work / config.load_params(work / "params.yaml", ["data"]).data.raw_dir
+    with tarfile.open(bundle / "data.tar.xz") as tar:
+        tar.extractall(raw, filter="data")
+    env = {**os.environ, "BIASLAB_ROOT": str(work), "BIASLAB_STAGES": str(bundle / "stages.json"),
+           "BIASLAB_TIMINGS": str(prefix / "timings.jsonl")}
+    os.environ.update({k: env[k] for k in ("BIASLAB_ROOT", "BIASLAB_STAGES")})
+    needs = stages.upstream(work)
+    prefixes = os.environ.get("STAGES", "").split()
+    budget = float(os.environ.get("STAGE_BUDGET_S", 420))
+    (work / "logs").mkdir()
+    done, records, start = set(), [], time.perf_counter()
+    for stage in plan["run"]:
+        if prefixes and not stage.startswith(tuple(prefixes)):
+            continue
+        blocked = sorted(n for n in needs[stage] if n in plan["run"] and n not in done)
+        if blocked:
+            records.append({"stage": stage, "status": f"not run: needs {', '.join(blocked)}"})
+            continue
+        if budget and time.perf_counter() - start > budget:
+            records.append({"stage": stage, "status": f"not run: past STAGE_BUDGET_S={budget:g}"})
+            continue
+        log = work / "logs" / f"{stage.replace('@', '_')}.log"
+        with log.open("w") as f:
+            code = subprocess.run([sys.executable, "-m", "biaslab.run", "--plain", stage], cwd=work, env=env,
+                                  stdout=f, stderr=subprocess.STDOUT).returncode
+        timing = [json.loads(line) for line in (prefix / "timings.jsonl").read_text().splitlines()] if code == 0 else []
+        record = {"stage": stage, "status": "ok" if code == 0 else f"failed (exit {code})"}
+        if code == 0:
+            done.add(stage)
+            record |= {k: timing[-1].get(k) for k in ("wall_s", "peak_gpu_mb", "peak_rss_mb")}
+        records.append(record)
+        print(f"device_check: {stage}: {record['status']} {record.get('wall_s', '')}", flush=True)
+        if code != 0:
+            print("".join(log.read_text().splitlines(keepends=True)[-40:]), flush=True)
+    for paper in sorted({r["stage"].split("_")[0] for r in records}):
+        for name in ("claims.csv", "competence.csv"):
+            if (work / "reports" / paper / "results" / name).is_file():
+                (results / paper).mkdir(parents=True, exist_ok=True)
+                shutil.copy(work / "reports" / paper / "results" / name, results / paper / name)
+    return records
+
+
+ran = run_stages() if (bundle / "run.json").is_file() else []
 suite = ET.parse(prefix / "tests.xml").getroot()
 suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
 record = {
@@ -91,8 +158,12 @@ record = {
     "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3) if cuda else None,
     "train_run": "ragfair LoRA recipe, 64 pairs, batch 16, 4 steps, MiniLM in fp16 weights",
     "cpu_over_gpu_time": round(seconds["train_cpu"] / seconds["train_gpu"], 1) if cuda else None,
+    "stages": ran, "stage_seconds": round(sum(r.get("wall_s") or 0 for r in ran), 1),
+    "not_run_here": json.loads((bundle / "run.json").read_text())["skipped"] if ran else {},
 }
 print(json.dumps(record, indent=1))
 print(f"wrote {write_json(out, record)}")
+sys.exit(1 if any(r["status"].startswith("failed") for r in ran) else 0)
 PY
-exit "$tests"
+[ "$tests" -ne 0 ] && exit "$tests"
+exit "$status"

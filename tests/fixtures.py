@@ -205,3 +205,18 @@ def write_all(raw: Path) -> Path:
     for fn in dict.fromkeys(WRITERS.values()):
         fn(raw)
     return raw
+
+
+def ragfair_pairs(n: int = 16):
+    """``n`` debiasing pairs in the schema of ``data/processed/ragfair/pairs.parquet`` (query, neutral passage, the
+    stereotyped and the non-stereotyped variant), for training runs in tests and in scripts/device_check.sh."""
+    import pandas as pd
+
+    names = [("old man", "young woman"), ("grandfather", "granddaughter"), ("retiree", "teenager"), ("elder", "youth")]
+    rows = []
+    for i in range(n):
+        a, b = names[i % len(names)]
+        rows.append({"query": f"Who forgot the meeting number {i}?", "passage": f"Someone forgot meeting {i}.",
+                     "biased_stereotyped": f"The {a} forgot meeting {i}.",
+                     "biased_non_stereotyped": f"The {b} forgot meeting {i}."})
+    return pd.DataFrame(rows)

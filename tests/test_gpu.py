@@ -2,11 +2,11 @@
 machine run them first with ``pytest -m gpu``."""
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
 from conftest import model_dir
+from fixtures import ragfair_pairs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -49,9 +49,7 @@ def test_a_debiasing_run_trains_on_the_gpu_and_saves_a_checkpoint_the_cpu_loads(
     from biaslab.ragfair import debias
     from biaslab.train import encoder_layers, transformer
 
-    pairs = pd.DataFrame([{"query": f"Who forgot meeting {i}?", "passage": f"Someone forgot meeting {i}.",
-                           "biased_stereotyped": f"The old man forgot meeting {i}.",
-                           "biased_non_stereotyped": f"The young woman forgot meeting {i}."} for i in range(16)])
+    pairs = ragfair_pairs(16)
     cfg = debias.MethodConfig(lora=True, wiseft=False, alpha=1.0, beta=1e-4, tau=0.05, fair_variant="squared",
                               lora_r=8, lora_alpha=16, lora_dropout=0.1, lora_targets=("query", "key", "value"),
                               wiseft_layers=2, wiseft_lambda=0.5)

@@ -1,6 +1,7 @@
 """The tiny pipeline (``tests/tiny_pipeline.py``) rerun, killed and broken, in a private copy: a rerun of an
 unchanged pipeline does nothing and a forced one writes the same bytes; the runner and atomic IO are no stage's
-dependency; a killed stage leaves nothing half written; papermill, the runner and DVC agree on a stage's result; bad
+dependency; a killed stage leaves nothing half written; papermill, the runner and DVC agree on a stage's result, and
+the plain runner without DVC or Jupyter writes the same bytes; bad
 parameters, an unavailable model and missing data fail clearly. Collected last (conftest), so on two pytest-xdist
 workers it runs beside ``test_integration.py`` once the other worker's unit tests are done."""
 
@@ -164,6 +165,42 @@ def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipe
     dvc("repro", "ragfair_pairs")
     assert table.read_bytes() == before
     assert "Running stage" not in dvc("repro").stdout  # the same bytes again: the training downstream stays current
+
+
+BLOCK_JUPYTER_AND_DVC = """import sys
+
+
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"dvc", "papermill", "jupytext", "nbformat", "nbclient", "ipykernel", "IPython"}:
+            raise ImportError(f"{name}: not installed on this machine (blocked by the test)")
+
+
+sys.meta_path.insert(0, Blocked())
+"""
+
+
+def test_a_stage_runs_plain_without_dvc_or_jupyter_to_the_same_bytes(pipeline):
+    """`biaslab run --plain` with the stages frozen beforehand (what a bare GPU image gets from
+    scripts/device_bundle.sh), where importing DVC, papermill, Jupytext, nbformat or IPython fails: a training stage
+    writes the bytes `dvc repro` wrote — the trained weights too — and DVC still calls it current."""
+    root, dvc, _, _ = pipeline
+    stage = "ragfair_train@lora_wiseft"
+    written = [o for o in stage_decl.outs(stage, root) if not o.endswith(".ipynb")]
+    before = read_tree(root, *written)
+    frozen = stage_decl.freeze(root.parent / "stages.json", root)
+    block = root.parent / "block"
+    block.mkdir(exist_ok=True)
+    (block / "sitecustomize.py").write_text(BLOCK_JUPYTER_AND_DVC)
+    env = tool_env(root, set_root=True, PYTHONPATH=str(block), BIASLAB_STAGES=str(frozen))
+    probe = subprocess.run([sys.executable, "-c", "import dvc"], env=env, capture_output=True, text=True)
+    assert "blocked by the test" in probe.stderr
+    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "--plain", stage], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "plain: no executed notebook" in proc.stdout
+    assert read_tree(root, *written) == before
+    assert "Running stage" not in dvc("repro", stage).stdout
 
 
 @contextlib.contextmanager

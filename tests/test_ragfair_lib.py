@@ -12,6 +12,7 @@ from biaslab import losses
 from biaslab.ragfair import bbq_build, bbq_seat, extrinsic, pairs, perturb, probing
 
 from conftest import PARAMS, model_dir
+from fixtures import ragfair_pairs
 
 
 def bbq_frame() -> pd.DataFrame:
@@ -456,17 +457,6 @@ def test_app61_grid_has_the_papers_272_runs_and_the_committed_config_matches(tmp
 
 
 # ------------------------------------------------- why Table 2 rows came out identical (findings issue, item 1)
-def toy_pairs(n=16):
-    names = [("old man", "young woman"), ("grandfather", "granddaughter"), ("retiree", "teenager"), ("elder", "youth")]
-    rows = []
-    for i in range(n):
-        a, b = names[i % len(names)]
-        rows.append({"query": f"Who forgot the meeting number {i}?", "passage": f"Someone forgot meeting {i}.",
-                     "biased_stereotyped": f"The {a} forgot meeting {i}.",
-                     "biased_non_stereotyped": f"The {b} forgot meeting {i}."})
-    return pd.DataFrame(rows)
-
-
 def train_args(**over):
     return {"epochs": 1, "batch_size": 8, "learning_rate": 1e-4, "warmup_ratio": 0.0, "max_grad_norm": 1.0, "seed": 0,
             "device": "cpu", "max_seq_length": 32, "record": {}, "probe_batches": 0} | over
@@ -488,7 +478,7 @@ def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_p
 
     cfg = recipe(wiseft=True, wiseft_layers=2, alpha=1.0)
     debias.prepare(fresh_minilm, cfg)
-    batch = toy_pairs(8)
+    batch = ragfair_pairs(8)
     feats = [fresh_minilm.tokenize(batch[c].tolist()) for c in debias.COLUMNS]
     q, p, bs, bn = embed_columns(fresh_minilm, feats)
     params = [x for x in fresh_minilm.parameters() if x.requires_grad]
@@ -498,9 +488,9 @@ def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_p
     norm = lambda gs: float(torch.sqrt(sum((g ** 2).sum() for g in gs if g is not None)))  # noqa: E731
     assert norm(g_fair) > 0  # the fairness term reaches the trainable weights
     assert norm(g_fair) < norm(g_nce)  # ... but is the smaller of the two (measured ratio printed in the report)
-    out0, s0 = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "a0", recipe(wiseft=True, alpha=0.0),
+    out0, s0 = debias.train(model_dir("minilm"), ragfair_pairs(), tmp_path / "a0", recipe(wiseft=True, alpha=0.0),
                             **train_args())
-    out1, s1 = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "a1", recipe(wiseft=True, alpha=1.0),
+    out1, s1 = debias.train(model_dir("minilm"), ragfair_pairs(), tmp_path / "a1", recipe(wiseft=True, alpha=1.0),
                             **train_args(probe_batches=2))
     g = s1["gradients_at_start"]
     assert g["grad_norm_fair"] > 0 and g["alpha_fair_over_nt_xent"] == pytest.approx(
@@ -510,7 +500,7 @@ def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_p
     assert diff > 0, "alpha = 0 and alpha = 1 trained identical weights: the fairness term does not reach them"
     assert s0["last_terms"]["fair"] > 0 and s1["last_terms"]["fair"] > 0
     # at an exaggerated alpha the term acts on what it targets: L_fair on the training pairs, batch by batch
-    _, s1000 = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "a1000", recipe(wiseft=True, alpha=1000.0),
+    _, s1000 = debias.train(model_dir("minilm"), ragfair_pairs(), tmp_path / "a1000", recipe(wiseft=True, alpha=1000.0),
                             **train_args())
     assert len(s0["fair_terms_after"]) == 2 and all(
         a < b for a, b in zip(s1000["fair_terms_after"], s0["fair_terms_after"], strict=True))
@@ -532,7 +522,7 @@ def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_p
 def test_a_lora_run_merges_changed_weights_into_a_plain_checkpoint(tmp_path):
     from biaslab.ragfair import debias
 
-    out, summary = debias.train(model_dir("minilm"), toy_pairs(), tmp_path / "lora", recipe(lora=True),
+    out, summary = debias.train(model_dir("minilm"), ragfair_pairs(), tmp_path / "lora", recipe(lora=True),
                                 **train_args(learning_rate=1e-3))
     trained, base = state(out), state(model_dir("minilm"))
     assert not any("lora_" in k for k in trained)  # merged: a plain checkpoint

@@ -3,6 +3,7 @@ exactly the parameters its stage lists, with no values of its own."""
 
 import ast
 import json
+import os
 
 import jupytext
 import nbformat
@@ -81,6 +82,89 @@ def test_parameter_names_and_missing_cell():
         run.parameter_names(nb)
 
 
+NOTEBOOK = """# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+# ---
+
+# %% [markdown]
+# # title
+# x = "markdown is not run"
+
+# %%
+import math
+
+# %% tags=["parameters"]
+n = ...  # a.b
+scale = 2
+
+# %%
+result = [math.sqrt(n) * scale]
+display(result)  # noqa: F821
+
+# %%
+1 / (n - 4)
+"""
+
+
+def test_percent_cells_read_the_jupytext_cells_as_jupytext_does(tmp_path):
+    cells = run.percent_cells(NOTEBOOK)
+    assert [c["cell_type"] for c in cells] == ["markdown", "code", "code", "code", "code"]
+    assert run.parameter_names(cells) == {"n", "scale"}
+    ours = [(c["cell_type"], c["metadata"]["tags"], c["source"].strip()) for c in cells]
+    theirs = jupytext.reads(NOTEBOOK, fmt="py:percent").cells
+    assert ours == [(c.cell_type, c.get("metadata", {}).get("tags", []),
+                     c.source if c.cell_type == "code" else "\n".join(f"# {ln}" if ln else "#"
+                                                                       for ln in c.source.split("\n")))
+                    for c in theirs]
+    lines = NOTEBOOK.splitlines()
+    assert all(lines[c["line"] + i] == ln for c in cells for i, ln in enumerate(c["source"].split("\n")))
+
+
+def test_run_script_injects_after_the_parameters_cell_and_names_the_notebooks_line(tmp_path, capfd):
+    path = tmp_path / "nb.py"
+    path.write_text(NOTEBOOK)
+    report = tmp_path / "cells.json"
+    environ = dict(os.environ)
+    run.run_script(str(path), "n = 9\n", str(report))
+    assert dict(os.environ) == environ  # e.g. no MPLBACKEND left for kernels this process starts later
+    assert capfd.readouterr().out == "[6.0]\n"  # the injected n = 9 overrides the cell's; display prints
+    done = json.loads(report.read_text())
+    assert [c["cell"] for c in done["cells"]] == [1, 2, 3, 4] and done["peak_gpu_mb"] is None
+    with pytest.raises(ZeroDivisionError) as err:
+        run.run_script(str(path), "n = 4\n", str(report))
+    frame = err.traceback[-1]
+    assert (frame.path, frame.lineno + 1) == (path, NOTEBOOK.splitlines().index("1 / (n - 4)") + 1)
+
+
+def test_frozen_stages_answer_as_dvc_does_and_refuse_another_dvc_yaml(tmp_path, monkeypatch):
+    frozen = stages.freeze(tmp_path / "stages.json", REPO)
+    by_dvc, graph = {k: stages.resolve(k, REPO) for k in MEMBERS}, stages.upstream(REPO)
+    monkeypatch.setenv(stages.FROZEN_ENV, str(frozen))
+    monkeypatch.setattr(stages, "_RESOLVERS", {})
+    assert stages.all_stages(REPO) == MEMBERS
+    assert {k: stages.resolve(k, REPO) for k in MEMBERS} == json.loads(json.dumps(by_dvc))
+    assert stages.upstream(REPO) == graph
+    for file in ("dvc.yaml", "params.yaml"):
+        (tmp_path / "copy").mkdir(exist_ok=True)
+        (tmp_path / "copy" / file).write_bytes((REPO / file).read_bytes())
+    assert stages.all_stages(tmp_path / "copy") == MEMBERS  # the same bytes: the same stamp
+    with (tmp_path / "copy" / "params.yaml").open("a") as f:
+        f.write("\n# edited\n")
+    with pytest.raises(stages.StageError, match="another dvc.yaml or params.yaml"):
+        stages.all_stages(tmp_path / "copy")
+
+
+def test_pipeline_order_puts_every_stage_after_what_it_reads():
+    order, needs = stages.pipeline_order(REPO), stages.upstream(REPO)
+    assert sorted(order) == sorted(MEMBERS) and order[0] == "fetch" and order[-1] == "report"
+    assert all(order.index(n) < order.index(k) for k in order for n in needs[k])
+    # a dependency on a folder above an output (the RAG analysis reads reports/ragcontrol/rag)
+    assert {m for m in MEMBERS if m.startswith("ragcontrol_rag@")} <= needs["ragcontrol_analysis"]
+    assert "ragfair_pairs" in needs["ragfair_train@lora"] and "fetch" not in needs["fetch"]
+
+
 def test_strip_run_metadata_makes_cells_stable():
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"start_time": "now"}
@@ -148,8 +232,8 @@ def test_timings_are_logged_outside_the_outputs_and_tabulated(tmp_path):
                 nbformat.v4.new_code_cell("train()", metadata={"papermill": {"duration": 10.5}}),
                 nbformat.v4.new_code_cell("plot()", metadata={"papermill": {"duration": None}})]
     log = tmp_path / "t" / "timings.jsonl"
-    run.record_timings(log, "a@x", nb, wall=20.0, top=1)
-    run.record_timings(log, "b", nb, wall=15.0, embeddings={"unique": 40, "hits": 30}, peak_mb=812.4)
+    run.record_timings(log, "a@x", run.cell_timings(nb), wall=20.0, top=1)
+    run.record_timings(log, "b", run.cell_timings(nb), wall=15.0, embeddings={"unique": 40, "hits": 30}, peak_mb=812.4)
     first = json.loads(log.read_text().splitlines()[0])
     assert first == {"stage": "a@x", "wall_s": 20.0, "outside_cells_s": 5.5,
                      "slowest_cells": [{"cell": 2, "seconds": 10.5, "source": "train()"}]}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from biaslab import sweep
+from biaslab import stages, sweep
 
 import dvc_grid
 
@@ -59,7 +59,7 @@ def test_a_sweep_file_is_validated_at_the_boundary(tmp_path):
 
 def test_the_repository_sweep_files_name_real_stages():
     root = Path(__file__).resolve().parents[1]
-    graph = sweep.stage_graph(root)
+    graph = stages.upstream(root)
     for path in sorted((root / "configs" / "sweeps").glob("*.yaml")):
         cfg = sweep.load_config(path)
         for name in cfg.fan_out:

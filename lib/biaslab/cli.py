@@ -32,7 +32,7 @@ def _cmd_run(args) -> int:
     from . import run
 
     argv = [args.stage, *functools.reduce(operator.iadd, (["--set", s] for s in args.set), [])]
-    return run.main(argv + (["--out", str(args.out)] if args.out else []))
+    return run.main(argv + (["--out", str(args.out)] if args.out else []) + (["--plain"] if args.plain else []))
 
 
 def _cmd_fetch(args) -> int:
@@ -305,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "params.yaml key the stage reads (common.seed=1, or one entry inside a mapping it reads); "
                         "repeatable")
     r.add_argument("--out", type=Path, help="where to write the executed notebook (default: the stage's .ipynb output)")
+    r.add_argument("--plain", action="store_true", help="run the cells as a script, without Jupyter or papermill "
+                                                        "(no executed notebook is written)")
     r.set_defaults(fn=_cmd_run)
     f = sub.add_parser("fetch", help="fetch and check data sets into data/raw")
     f.add_argument("datasets", nargs="*", help="data sets of the manifest (default: params.yaml's data.datasets)")

@@ -21,6 +21,10 @@ atomically only when every cell succeeded; a failed run is kept under the cache 
 and the command exits non-zero, leaving the stage's previous outputs untouched. Temporary files that a killed run
 left beside or inside the stage's outputs are removed before the kernel starts.
 
+With ``--plain`` the cells run as a script in a fresh interpreter instead of a kernel (:func:`run_script`), for a
+machine without Jupyter, papermill or Jupytext (a bare GPU image, with ``biaslab.stages`` reading a frozen
+resolution where DVC is missing too): the same parameters, environment and files, but no executed notebook.
+
 Timings stay out of the outputs (they would change every run); with ``BIASLAB_TIMINGS=FILE`` set, each run
 appends one JSON line to FILE — the stage, its wall time, the time outside its cells (kernel start-up) and its
 slowest cells — to see where a pipeline spends its time (``biaslab timings FILE`` tabulates them).
@@ -33,7 +37,9 @@ import ast
 import functools
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,16 +62,39 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 
 def parameter_names(nb) -> set[str]:
-    """Names assigned in the notebook's ``parameters`` cell (error if there is none)."""
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+    """Names assigned in the notebook's ``parameters`` cell (error if there is none); ``nb`` is a notebook or the
+    list of :func:`percent_cells`."""
+    for cell in getattr(nb, "cells", nb):
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
             names: set[str] = set()
-            for node in ast.parse(cell.source).body:
+            for node in ast.parse(cell["source"]).body:
                 targets = node.targets if isinstance(node, ast.Assign) else (
                     [node.target] if isinstance(node, ast.AnnAssign) else [])
                 names.update(t.id for t in targets if isinstance(t, ast.Name))
             return names
     raise stages.StageError('the notebook has no cell tagged "parameters" (# %% tags=["parameters"])')
+
+
+_MARKER = re.compile(r"^# %%(?: \[(?P<kind>\w+)\])?(?P<rest>.*)$")
+
+
+def percent_cells(text: str) -> list[dict[str, Any]]:
+    """The cells of a Jupytext percent-format script, as notebook cells (``cell_type``, ``metadata.tags``,
+    ``source``) plus ``line``, the 0-based line of the file where the cell's source starts. Read by hand (a
+    ``# %%`` line opens a cell, ``[markdown]`` makes it text, ``tags=[...]`` tags it) so that a stage runs where
+    Jupytext is not installed (:func:`execute` with ``plain``); the text before the first marker is the header."""
+    cells: list[dict[str, Any]] = []
+    for n, line in enumerate(text.splitlines()):
+        m = _MARKER.match(line)
+        if m:
+            tags = re.search(r"tags=(\[.*?\])", m["rest"])
+            cells.append({"cell_type": "markdown" if m["kind"] == "markdown" else "code", "line": n + 1,
+                          "metadata": {"tags": ast.literal_eval(tags[1]) if tags else []}, "lines": []})
+        elif cells:
+            cells[-1]["lines"].append(line)
+    for cell in cells:
+        cell["source"] = "\n".join(cell.pop("lines")).rstrip("\n")
+    return cells
 
 
 def ensure_kernel() -> Path:
@@ -154,17 +183,20 @@ def peak_rss_mb() -> float:
     return round(peak * unit / 2**20, 1)
 
 
-def record_timings(path: Path, stage: str, nb, wall: float, top: int = 5, embeddings: dict | None = None,
-                   peak_mb: float | None = None) -> None:
-    """Append one JSON line: the stage's wall time, the time outside its cells (kernel start-up, papermill), its
-    ``top`` slowest cells, its embedding-cache use (:func:`biaslab.usage.usage_summary`) and its peak resident
-    memory (:func:`peak_rss_mb`). Appending a line is atomic enough for a log; it is never an output of a stage."""
-    cells = cell_timings(nb)
+def record_timings(path: Path, stage: str, cells: list[dict[str, Any]], wall: float, top: int = 5,
+                   embeddings: dict | None = None, peak_mb: float | None = None,
+                   peak_gpu_mb: float | None = None) -> None:
+    """Append one JSON line: the stage's wall time, the time outside its ``cells`` (:func:`cell_timings`; kernel
+    start-up, papermill), its ``top`` slowest cells, its embedding-cache use (:func:`biaslab.usage.usage_summary`),
+    its peak resident memory (:func:`peak_rss_mb`) and, on a GPU, its peak GPU memory. Appending a line is atomic
+    enough for a log; it is never an output of a stage."""
     record = {"stage": stage, "wall_s": round(wall, 2),
               "outside_cells_s": round(wall - sum(c["seconds"] for c in cells), 2),
               "slowest_cells": sorted(cells, key=lambda c: -c["seconds"])[:top]}
     if peak_mb is not None:
         record["peak_rss_mb"] = peak_mb
+    if peak_gpu_mb is not None:
+        record["peak_gpu_mb"] = peak_gpu_mb
     if embeddings is not None:
         record["embeddings"] = embeddings
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -258,10 +290,11 @@ def resolve_sets(sets: dict[str, Any], stage: str, declared: set[str], root: Pat
     return out
 
 
-def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = None) -> Path:
-    import jupytext
-    import papermill
-
+def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = None, *,
+            plain: bool = False) -> Path | None:
+    """Run ``stage`` with ``sets`` on top of params.yaml and return its executed notebook. With ``plain``, the
+    notebook's cells run as a script in a fresh interpreter instead (:func:`run_script`): no Jupyter, papermill or
+    Jupytext is needed, the stage's files are written alike, but no executed notebook (returns None)."""
     root = repo_root()
     parameters = parse_sets([f"{k}={v}" for k, v in stages.stage_sets(stage, root).items()])
     parameters.update(sets or {})
@@ -269,7 +302,12 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     out = Path(out) if out else stages.stage_executed_notebook(stage, root)
     if not nb_path.is_file():
         raise stages.StageError(f"stage {stage!r}: notebook {nb_path} not found")
-    nb = jupytext.read(nb_path)
+    if plain:
+        nb = percent_cells(nb_path.read_text(encoding="utf-8"))
+    else:
+        import jupytext
+
+        nb = jupytext.read(nb_path)
     declared = parameter_names(nb)
     parameters = resolve_sets(parameters, stage, declared, root)
     unknown = sorted(set(parameters) - declared)
@@ -288,8 +326,9 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     # the data/raw files it reads match the manifest, before anything is written
     rawcheck.verify_stage(stage, root, resolve(config.load_params(config.params_path(root), ["data"]).data.raw_dir, root))
 
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(
-        [str(ensure_kernel()), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    if not plain:
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            [str(ensure_kernel()), *filter(None, [os.environ.get("JUPYTER_PATH")])])
     os.environ["BIASLAB_ROOT"] = str(root)
     os.environ["TQDM_DISABLE"] = "1"
     os.environ["PYTHONHASHSEED"] = str(seed)  # the kernel inherits it: string hashing follows the stage's seed
@@ -301,14 +340,40 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     for stale in remove_stale_temps(root / o for o in stages.outs(stage, root)):
         print(f"biaslab.run: removed {stale.relative_to(root)}, left by an interrupted run", file=sys.stderr)
     tmp_dir = Path(tempfile.mkdtemp(prefix="biaslab-run-"))
-    tmp_out = tmp_dir / out.name
     timings = os.environ.get("BIASLAB_TIMINGS")
     stats_file = tmp_dir / "embedding_usage.jsonl"
     if timings:  # the kernel's encoders log their cache hits there
         os.environ[usage.STATS_ENV] = str(stats_file)
     started = time.perf_counter()
+    executed, gpu_mb = None, None
     try:
-        executed = papermill.execute_notebook(
+        if plain:
+            cells, gpu_mb = _run_plain(stage, nb_path, parameters, root, tmp_dir)
+        else:
+            executed = _run_papermill(stage, nb, nb_path, parameters, root, tmp_dir / out.name)
+            cells = cell_timings(executed)
+        wall = time.perf_counter() - started
+        used = usage.usage_summary(stats_file) if timings else None
+    finally:
+        os.environ.pop(usage.STATS_ENV, None)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    if timings:
+        record_timings(Path(timings), stage, cells, wall, embeddings=used, peak_mb=peak_rss_mb(), peak_gpu_mb=gpu_mb)
+    if executed is None:
+        return None
+    strip_run_metadata(executed, root)
+    import nbformat
+
+    write_text(out, nbformat.writes(executed) + "\n")
+    return out
+
+
+def _run_papermill(stage: str, nb, nb_path: Path, parameters: dict[str, Any], root: Path, tmp_out: Path):
+    """The notebook executed by papermill in the project's kernel; a failed run is kept under the cache folder."""
+    import papermill
+
+    try:
+        return papermill.execute_notebook(
             nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
             cwd=str(root), progress_bar=False, log_output=False,
             # every cell has returned and its outputs are in the notebook; a stage writes its files inside cells
@@ -316,8 +381,6 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
             # (a graceful shutdown: ~1.5 s a stage) keeps nothing that a stopped kernel loses
             shutdown_kernel="immediate",
         )
-        wall = time.perf_counter() - started
-        used = usage.usage_summary(stats_file) if timings else None
     except papermill.PapermillExecutionError as err:
         failed = cache_dir() / "failed" / f"{stage.replace('@', '_')}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
@@ -327,16 +390,46 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
             f"stage {stage!r} failed in {nb_path.relative_to(root)} (cell {err.cell_index}): "
             f"{err.ename}: {err.evalue}\n  executed notebook with the traceback: {failed}"
         ) from None
-    finally:
-        os.environ.pop(usage.STATS_ENV, None)
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-    if timings:
-        record_timings(Path(timings), stage, executed, wall, embeddings=used, peak_mb=peak_rss_mb())
-    strip_run_metadata(executed, root)
-    import nbformat
 
-    write_text(out, nbformat.writes(executed) + "\n")
-    return out
+
+def _run_plain(stage: str, nb_path: Path, parameters: dict[str, Any], root: Path,
+               tmp_dir: Path) -> tuple[list[dict[str, Any]], float | None]:
+    """:func:`run_script` in a fresh interpreter (it inherits ``PYTHONHASHSEED`` and the rest of the stage's
+    environment, as a kernel would); its cells' timings and peak GPU memory."""
+    injected = "".join(f"{name} = {value!r}\n" for name, value in parameters.items())
+    report = tmp_dir / "cells.json"
+    proc = subprocess.run([sys.executable, "-c", "import sys; from biaslab.run import run_script; "
+                           "run_script(*sys.argv[1:])", str(nb_path), injected, str(report)], cwd=root,
+                          env={**os.environ, "MPLBACKEND": "Agg"})  # figures to files only: no display to show them
+    if proc.returncode != 0:
+        raise RuntimeError(f"stage {stage!r} failed in {nb_path.relative_to(root)} (exit {proc.returncode}; the "
+                           "traceback above names the line)")
+    done = json.loads(report.read_text(encoding="utf-8"))
+    return done["cells"], done["peak_gpu_mb"]
+
+
+def run_script(path: str, injected: str, report: str) -> None:
+    """Run the code cells of the percent-format notebook ``path`` in one namespace, as a kernel would, with the
+    assignments ``injected`` right after its parameters cell (papermill's injected cell); write each cell's
+    seconds and the peak GPU memory to ``report`` (JSON). Tracebacks name the notebook's own lines; ``display``
+    prints. It changes nothing in the process's environment (a kernel started later by the same process, as in a
+    test, would inherit it)."""
+    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path,
+                                 "display": lambda *objs, **_: print(*objs, sep="\n")}
+    timings = []
+    for i, cell in enumerate(percent_cells(Path(path).read_text(encoding="utf-8"))):
+        if cell["cell_type"] != "code":
+            continue
+        started = time.perf_counter()
+        exec(compile("\n" * cell["line"] + cell["source"], path, "exec"), namespace)
+        if "parameters" in cell["metadata"]["tags"]:
+            exec(compile(injected, f"{path} (injected parameters)", "exec"), namespace)
+        first = next((ln for ln in cell["source"].splitlines() if ln.strip()), "")
+        timings.append({"cell": i, "seconds": round(time.perf_counter() - started, 2), "source": first[:80]})
+    torch = sys.modules.get("torch")
+    gpu = torch is not None and torch.cuda.is_available()
+    write_text(Path(report), json.dumps({"cells": timings, "peak_gpu_mb": round(
+        torch.cuda.max_memory_allocated() / 2**20, 1) if gpu else None}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,18 +439,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="override one value (YAML): a parameters-cell name (seed=1) or a params.yaml key the stage "
                          "reads (common.seed=1); repeatable")
     ap.add_argument("--out", type=Path, help="where to write the executed notebook (default: the stage's .ipynb out)")
+    ap.add_argument("--plain", action="store_true",
+                    help="run the notebook's cells as a script, without Jupyter or papermill (writes no executed "
+                         "notebook): for a machine without them")
     args = ap.parse_args(argv)
     from .data import DataError
 
     try:
-        out = execute(args.stage, parse_sets(args.set), args.out)
+        out = execute(args.stage, parse_sets(args.set), args.out, plain=args.plain)
     except (config.ParamsError, stages.StageError, DataError) as err:  # invalid command or input: nothing ran
         print(f"biaslab.run: {err}", file=sys.stderr)
         return 2
     except (RuntimeError, FileNotFoundError) as err:  # the stage ran and failed
         print(f"biaslab.run: {err}", file=sys.stderr)
         return 1
-    print(f"biaslab.run: {args.stage} -> {out}")
+    print(f"biaslab.run: {args.stage} -> {out or 'done (plain: no executed notebook)'}")
     return 0
 
 

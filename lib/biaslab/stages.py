@@ -5,11 +5,17 @@ copy (the ``.ipynb`` output), the params.yaml keys it reads and the member it ru
 ``foreach`` members, ``${item}`` / ``${key}`` substitution and params interpolation are resolved by DVC itself
 (``dvc.parsing.DataResolver`` through the repository's dvc.yaml), so ``biaslab run name@member`` sees exactly
 the stage ``dvc repro name@member`` runs.
+
+A machine without DVC (a bare GPU image) reads the same resolution from a file that :func:`freeze` wrote where DVC
+is installed, named by ``BIASLAB_STAGES``; it is tied to the bytes of dvc.yaml and params.yaml it was resolved
+from, so a stale file stops with the command that rewrites it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shlex
 from collections.abc import Iterable
 from itertools import pairwise
@@ -24,14 +30,44 @@ class StageError(ValueError):
 
 
 _RESOLVERS: dict[tuple[str, str], Any] = {}
+FROZEN_ENV = "BIASLAB_STAGES"
+
+
+def _stamp(root: Path) -> str:
+    return hashlib.sha256(b"".join((root / f).read_bytes() if (root / f).is_file() else b""
+                                   for f in ("dvc.yaml", "params.yaml"))).hexdigest()
+
+
+class _Frozen:
+    """The two calls this module makes of DVC's resolver, answered from a :func:`freeze` file."""
+
+    def __init__(self, keys: list[str], stages: dict[str, Any], upstream: dict[str, list[str]]):
+        self.keys, self.stages, self.upstream = keys, stages, upstream
+
+    def get_keys(self) -> list[str]:
+        return list(self.keys)
+
+    def resolve_one(self, key: str) -> dict[str, Any]:
+        return {key: self.stages[key]}
 
 
 def _resolver(root: Path):
-    """DVC's resolver of ``root``/dvc.yaml (interpolating params.yaml), cached per content of both files."""
+    """DVC's resolver of ``root``/dvc.yaml (interpolating params.yaml), cached per content of both files; with
+    ``BIASLAB_STAGES`` set, the resolution :func:`freeze` wrote to that file instead."""
     root = Path(root).resolve()
-    stamp = hashlib.sha256(b"".join((root / f).read_bytes() if (root / f).is_file() else b""
-                                    for f in ("dvc.yaml", "params.yaml"))).hexdigest()
+    stamp = _stamp(root)
     key = (str(root), stamp)
+    if key not in _RESOLVERS and os.environ.get(FROZEN_ENV):
+        path = Path(os.environ[FROZEN_ENV])
+        try:
+            frozen = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise StageError(f"{FROZEN_ENV}={path}: not a stages file ({err})") from None
+        if frozen.get("stamp") != stamp:
+            raise StageError(f"{FROZEN_ENV}={path} was resolved from another dvc.yaml or params.yaml than {root}'s: "
+                             "write it again where DVC is installed (biaslab.stages.freeze)")
+        _RESOLVERS.clear()
+        _RESOLVERS[key] = _Frozen(frozen["keys"], frozen["stages"], frozen["upstream"])
     if key not in _RESOLVERS:
         from dvc.dvcfile import load_file
         from dvc.exceptions import DvcException
@@ -46,6 +82,51 @@ def _resolver(root: Path):
         except DvcException as err:
             raise StageError(f"{root / 'dvc.yaml'}: DVC cannot read it: {err}") from None
     return _RESOLVERS[key]
+
+
+def freeze(path: str | os.PathLike, root: Path | None = None) -> Path:
+    """Write every stage as DVC resolves it (``name@member`` -> body) and DVC's graph (:func:`upstream`), with the
+    stamp of dvc.yaml and params.yaml, for :func:`_resolver` on a machine without DVC (``BIASLAB_STAGES=path``).
+    Returns ``path``."""
+    from .io import write_json
+
+    root = Path(root or repo_root()).resolve()
+    resolver = _resolver(root)
+    stages = {k: resolver.resolve_one(k)[k] for k in resolver.get_keys()}
+    return write_json(Path(path), {"stamp": _stamp(root), "keys": list(stages),  # dvc.yaml order (the JSON is sorted)
+                                   "stages": json.loads(json.dumps(stages, default=str)),
+                                   "upstream": {k: sorted(v) for k, v in upstream(root).items()}})
+
+
+def upstream(root: Path | None = None) -> dict[str, set[str]]:
+    """Each stage's direct upstream stages, from DVC's own graph (or the :func:`freeze` file), in dvc.yaml order."""
+    root = Path(root or repo_root()).resolve()
+    resolver = _resolver(root)
+    if isinstance(resolver, _Frozen):
+        return {k: set(resolver.upstream[k]) for k in resolver.keys}
+    from dvc.repo import Repo
+
+    with Repo(str(root), uninitialized=True) as repo:
+        graph = repo.index.graph
+        # stage names as dvc.yaml writes them (``addressing`` is relative to the working directory)
+        named = {n: n.name for n in graph.nodes if getattr(n, "cmd", None) and getattr(n, "name", None)}
+        edges = {named[n]: {named[d] for d in graph.successors(n) if d in named} for n in named}
+    return {s: edges[s] for s in all_stages(root) if s in edges}
+
+
+def pipeline_order(root: Path | None = None) -> list[str]:
+    """Every stage after its :func:`upstream` stages, in dvc.yaml order where the graph leaves a choice (a paper's
+    chain before the next paper's, unlike :func:`biaslab.sweep.plan`'s waves): the order that runs the whole
+    pipeline without DVC."""
+    graph = upstream(root)
+    keys = list(graph)
+    order: list[str] = []
+    while len(order) < len(keys):
+        ready = next((k for k in keys if k not in order and graph[k] <= set(order)), None)
+        if ready is None:
+            raise StageError(f"dvc.yaml: a cycle among {sorted(set(keys) - set(order))}")
+        order.append(ready)
+    return order
 
 
 def all_stages(root: Path | None = None) -> list[str]:
@@ -91,7 +172,10 @@ def stage_members(stage: str, root: Path | None = None) -> list[str]:
 
 def resolve(stage: str, root: Path | None = None) -> dict[str, Any]:
     """The stage's body as DVC resolves it (``cmd``, ``deps``, ``params``, ``outs``, ...)."""
-    from dvc.exceptions import DvcException
+    try:
+        from dvc.exceptions import DvcException
+    except ImportError:  # a machine without DVC, reading a frozen resolution
+        DvcException = StageError
 
     keys = all_stages(root)
     if stage not in keys:

@@ -147,19 +147,6 @@ def plan(upstream: dict[str, set[str]], targets: Iterable[str], fan_out: Iterabl
     return waves
 
 
-def stage_graph(root: Path) -> dict[str, set[str]]:
-    """Each pipeline stage's direct upstream stages, from DVC's own graph, in dvc.yaml order."""
-    from dvc.repo import Repo
-
-    with Repo(str(root)) as repo:
-        graph = repo.index.graph
-        # stage names as dvc.yaml writes them (``addressing`` is relative to the working directory)
-        named = {n: n.name for n in graph.nodes if getattr(n, "cmd", None) and getattr(n, "name", None)}
-        edges = {named[n]: {named[d] for d in graph.successors(n) if d in named} for n in named}
-    order = stage_decl.all_stages(root)
-    return {s: edges[s] for s in order if s in edges}
-
-
 def run_member(root: str, stage: str, cmd: str) -> dict[str, Any]:
     """The job: a member's ``cmd`` in the repository, as ``dvc repro`` would run it. Runs on the executor's side."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -280,7 +267,7 @@ def sweep(config: SweepConfig, executor: str = "local", *, root: Path | None = N
     if jobs < 1:
         raise SweepConfigError(f"--jobs must be at least 1, got {jobs}")
     root = Path(root or repo_root()).resolve()
-    graph = stage_graph(root)
+    graph = stage_decl.upstream(root)
     for name in config.fan_out:
         if name not in graph and not any(s.startswith(name + "@") for s in graph):
             raise SweepConfigError(f"fan_out names {name!r}, which is no stage of dvc.yaml")

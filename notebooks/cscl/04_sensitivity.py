@@ -22,7 +22,6 @@
 
 # %%
 import pandas as pd
-from IPython.display import display
 
 from biaslab import config, frozen, models
 from biaslab.cscl import augment, experiment, terms
@@ -102,7 +101,8 @@ augmented, examples = experiment.augmentation_variants(
     viewed, S.augmentations, bank, method, C.train, encoder_dir=M[C.backbone], alpha=A.alpha, n_aug=A.n_aug,
     seed=P.common.seed, keep=keep, visible_only=A.visible_only, device=P.common.device, **source)
 variants += augmented
-display(pd.DataFrame({"text": viewed.head(3).to_numpy(), "default view 1": [views[t][0] for t in viewed.head(3)],
+display(pd.DataFrame({"text": viewed.head(3).to_numpy(),  # noqa: F821
+                      "default view 1": [views[t][0] for t in viewed.head(3)],
                       **{f"{a} view 1": e for a, e in examples.items()}}))
 pd.DataFrame([{"variant": label, "temperature": m.temperature, "pretrain_batch_size": t.pretrain_batch_size,
                "grad_cache_chunk": t.grad_cache_chunk} for label, m, t, _, _ in variants])
