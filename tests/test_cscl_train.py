@@ -221,3 +221,43 @@ def test_a_methods_objective_takes_its_modes_knobs():
         CsclMethod(mode="one_stage", grid=[0.0], temperature=0.1)
     with pytest.raises(ValueError, match="inlp works on a CE encoder's features"):
         experiment.objective(CsclMethod(mode="inlp", grid=[20], min_accuracy=0.0, by_class=True), 20)
+
+
+def test_difference_loss_is_the_normalised_form_of_han_et_al():
+    import torch
+
+    e = torch.eye(4)
+    assert float(ct.difference_loss(e[:2], e[2:])) == 0.0  # orthogonal hidden vectors
+    assert float(ct.difference_loss(e[:1], 5 * e[:1])) == pytest.approx(1.0, abs=1e-5)  # one direction, any scale
+    h1, h2 = torch.rand(6, 8), torch.rand(5, 8)
+    want = (torch.nn.functional.normalize(h1, dim=1) @ torch.nn.functional.normalize(h2, dim=1).T).pow(2).mean()
+    assert float(ct.difference_loss(3 * h1, h2)) == pytest.approx(float(want), rel=1e-4)
+
+
+def test_diverse_adversaries_average_and_their_difference_loss_trains_only_the_discriminators():
+    """Han et al.'s code: the encoder's adversarial term is the mean over discriminators, and the difference loss is
+    computed on the detached representation — through the reversal layer it would push the encoder to make the
+    discriminators alike, with weight λ_diff."""
+    import torch
+    import torch.nn.functional as F
+
+    tok = tokenizer()
+    enc = tok(TOY["text"].tolist(), padding=True, return_tensors="pt")
+    y, a = torch.tensor(TOY["y"].to_numpy()), torch.tensor(TOY["a"].to_numpy())
+    grads = {}
+    for lam_diff in (0.0, 100.0):
+        m = model(ct.Objective("adversarial", lam=0.5, n_adversaries=3, lam_diff=lam_diff, adv_hidden=8)).eval()
+        out = m(enc["input_ids"], enc["attention_mask"], y, a)
+        with torch.no_grad():
+            z = m.pool(enc["input_ids"], enc["attention_mask"])
+            x = torch.cat([z, F.one_hot(y, 2).float()], 1)
+            hid = [d["hidden"](x) for d in m.adversaries]
+            adv = sum(F.cross_entropy(d["out"](h), a) for d, h in zip(m.adversaries, hid, strict=True)) / 3
+            diff = sum(ct.difference_loss(hid[i], hid[j]) for i in range(3) for j in range(i + 1, 3))
+            want = F.cross_entropy(m.head(z), y, weight=m.class_weight) + 0.5 * adv + lam_diff * diff
+        assert float(out["loss"]) == pytest.approx(float(want), rel=1e-5)
+        out["loss"].backward()
+        grads[lam_diff] = {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None}
+    encoder = [n for n in grads[0.0] if n.startswith("encoder.")]
+    assert encoder and all(torch.equal(grads[0.0][n], grads[100.0][n]) for n in encoder)
+    assert not torch.allclose(grads[0.0]["adversaries.0.hidden.0.weight"], grads[100.0]["adversaries.0.hidden.0.weight"])

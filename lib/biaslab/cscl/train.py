@@ -7,10 +7,13 @@ adversarial baselines, discriminators. Its ``forward`` returns the loss of the c
 * ``ce`` — cross-entropy (the CE baseline, and the encoder INLP starts from);
 * ``contrastive`` — two-stage CL, stage 1: L_sup + λ·L_CS-InfoNCE on two views (eq. 3);
 * ``one_stage`` — (1 − γ)·CE + γ·L_sup + λ·L_CS-InfoNCE (eq. 4; CE on the first view, as the public code);
-* ``adversarial`` — CE + λ_adv · Σ_k CE(D_k(GRL(z) ⊕ onehot(y)), a): discriminators that see the task label
-  (the equalized-odds variant of Zhang et al. 2018 / Han et al. 2021) behind a gradient-reversal layer, and with
-  ``n_adversaries`` > 1 and λ_diff > 0 the "diverse adversaries" difference loss λ_diff · Σ_{k<l} ‖H_kᵀ H_l‖²_F
-  between the discriminators' hidden layers (Han et al. 2021).
+* ``adversarial`` — CE + λ_adv · (1/K) Σ_k CE(D_k(GRL(z) ⊕ onehot(y)), a): K discriminators that see the task
+  label (the equalized-odds variant of Zhang et al. 2018 / Han et al. 2021) behind a gradient-reversal layer,
+  averaged over the K as in Han et al.'s code; with ``n_adversaries`` > 1 and λ_diff > 0 the "diverse adversaries"
+  difference loss λ_diff · Σ_{k<l} :func:`difference_loss` (H_k, H_l) between the discriminators' hidden layers
+  (Han et al. 2021; cscl App. B), computed on the *detached* representation: as in Han et al.'s code, it trains the
+  discriminators to differ and never reaches the encoder (through the reversal layer it would push the encoder,
+  with weight λ_diff, to make them alike).
 
 Two-stage CL's second stage and INLP train only the head, on frozen-encoder features (:func:`biaslab.cscl.head.fit_head`): the
 encoder runs once per text instead of once per epoch — the same objective, since a frozen encoder's features do
@@ -161,12 +164,14 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
                 losses["sup"] = supcon_loss(feats, labels, temperature=o.temperature)
                 losses["cs"] = cs_infonce_loss(feats, labels, groups, temperature=o.temperature)
             if o.mode == "adversarial":
-                x = torch.cat([reverse(z1), F.one_hot(labels, self.n_classes).to(z1.dtype)], dim=1)
-                hidden = [adv["hidden"](x) for adv in self.adversaries]
-                losses["adv"] = sum(F.cross_entropy(adv["out"](h), groups) for adv, h in zip(self.adversaries, hidden,
-                                                                                             strict=True))
-                if len(hidden) > 1 and o.lam_diff > 0:
-                    losses["diff"] = sum((hidden[i].T @ hidden[j]).pow(2).sum()
+                onehot = F.one_hot(labels, self.n_classes).to(z1.dtype)
+                x = torch.cat([reverse(z1), onehot], dim=1)
+                losses["adv"] = sum(F.cross_entropy(adv["out"](adv["hidden"](x)), groups)
+                                    for adv in self.adversaries) / len(self.adversaries)
+                if len(self.adversaries) > 1 and o.lam_diff > 0:
+                    x_fixed = torch.cat([z1.detach(), onehot], dim=1)
+                    hidden = [adv["hidden"](x_fixed) for adv in self.adversaries]
+                    losses["diff"] = sum(difference_loss(hidden[i], hidden[j])
                                          for i in range(len(hidden)) for j in range(i + 1, len(hidden)))
             if o.mode == "ce":
                 loss = losses["ce"]
@@ -180,6 +185,17 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
 
     seed_everything(seed)
     return FairClassifier()
+
+
+def difference_loss(h1, h2):
+    """The difference loss between two discriminators' hidden layers [batch, hidden] (Han et al. 2021, after
+    Bousmalis et al. 2016): each example's hidden vector scaled to unit length (the norm held constant in the
+    gradient), then the mean over example pairs (i, j) of (h1_i · h2_j)² — the form of Han et al.'s code, bounded
+    in [0, 1], so that λ_diff = 100 weighs it as their grid intends. 0 when every hidden vector of one is
+    orthogonal to every one of the other."""
+    u1 = h1 / (h1.norm(dim=1, keepdim=True).detach() + 1e-6)
+    u2 = h2 / (h2.norm(dim=1, keepdim=True).detach() + 1e-6)
+    return (u1 @ u2.T).pow(2).mean()
 
 
 def check_frozen(n_frozen: int, n_layers: int) -> int:
