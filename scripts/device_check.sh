@@ -106,8 +106,7 @@ def run_stages() -> list[dict]:
     raw = work / config.load_params(work / "params.yaml", ["data"]).data.raw_dir
     with tarfile.open(bundle / "data.tar.xz") as tar:
         tar.extractall(raw, filter="data")
-    env = {**os.environ, "BIASLAB_ROOT": str(work), "BIASLAB_STAGES": str(bundle / "stages.json"),
-           "BIASLAB_TIMINGS": str(prefix / "timings.jsonl")}
+    env = {**os.environ, "BIASLAB_ROOT": str(work), "BIASLAB_STAGES": str(bundle / "stages.json")}
     os.environ.update({k: env[k] for k in ("BIASLAB_ROOT", "BIASLAB_STAGES")})
     needs = stages.upstream(work)
     prefixes = os.environ.get("STAGES", "").split()
@@ -125,14 +124,15 @@ def run_stages() -> list[dict]:
             records.append({"stage": stage, "status": f"not run: past STAGE_BUDGET_S={budget:g}"})
             continue
         log = work / "logs" / f"{stage.replace('@', '_')}.log"
+        timing = log.with_suffix(".timing.jsonl")  # the stage's own line (biaslab.run.record_timings)
         with log.open("w") as f:
-            code = subprocess.run([sys.executable, "-m", "biaslab.run", "--plain", stage], cwd=work, env=env,
-                                  stdout=f, stderr=subprocess.STDOUT).returncode
-        timing = [json.loads(line) for line in (prefix / "timings.jsonl").read_text().splitlines()] if code == 0 else []
+            code = subprocess.run([sys.executable, "-m", "biaslab.run", "--plain", stage], cwd=work,
+                                  env=env | {"BIASLAB_TIMINGS": str(timing)}, stdout=f,
+                                  stderr=subprocess.STDOUT).returncode
         record = {"stage": stage, "status": "ok" if code == 0 else f"failed (exit {code})"}
         if code == 0:
             done.add(stage)
-            record |= {k: timing[-1].get(k) for k in ("wall_s", "peak_gpu_mb", "peak_rss_mb")}
+            record |= {k: json.loads(timing.read_text()).get(k) for k in ("wall_s", "peak_gpu_mb", "peak_rss_mb")}
         records.append(record)
         print(f"device_check: {stage}: {record['status']} {record.get('wall_s', '')}", flush=True)
         if code != 0:

@@ -257,6 +257,20 @@ def test_peak_memory_counts_the_children_waited_for():
     assert run.peak_rss_mb() >= 300
 
 
+def test_peak_memory_is_not_the_size_of_the_process_that_started_the_runner():
+    """On Linux ``RUSAGE_SELF`` keeps the starting process's peak across exec: a runner started from a process
+    holding 600 MB (scripts/device_check.sh's, after its timed training) must not report those 600 MB."""
+    import subprocess
+    import sys
+
+    held = bytearray(600 * 2**20)
+    held[::4096] = b"x" * len(held[::4096])
+    child = subprocess.run([sys.executable, "-c", "from biaslab.run import peak_rss_mb; print(peak_rss_mb())"],
+                           check=True, capture_output=True, text=True)
+    assert float(child.stdout) < 400, child.stdout
+    del held
+
+
 def test_the_kernel_gets_the_overridden_seed_and_only_the_overrides(project, monkeypatch):
     """PYTHONHASHSEED follows `--set seed=...`; papermill receives the member and the overrides, nothing else."""
     import os

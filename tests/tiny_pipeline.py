@@ -114,6 +114,13 @@ class Pipeline(NamedTuple):
     netlog: Path  # where the network guard logs any non-loopback connection
 
 
+def write_tiny_params(src: Path | str, dst: Path | str) -> None:
+    """``src`` (a params.yaml) with :func:`shrink` applied, written to ``dst``: the tiny pipeline's parameters, also
+    the ones .ci/run builds its CPU device bundle with."""
+    params = shrink(yaml.safe_load(Path(src).read_text()))
+    Path(dst).write_text(yaml.safe_dump(params, sort_keys=False))
+
+
 def open_pipeline(root: Path, first_stdout: str) -> Pipeline:
     """The tools' environment and a `dvc` runner for the built copy at ``root`` (its cache, timings and network log
     beside it)."""
@@ -138,8 +145,7 @@ def open_pipeline(root: Path, first_stdout: str) -> Pipeline:
 def _build(base: Path) -> str:
     """Copy the project to ``base / "repo"``, shrink its parameters and run the pipeline; returns the runs' log."""
     root = copy_project(REPO, base / "repo")
-    params = shrink(yaml.safe_load((root / "params.yaml").read_text()))
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_tiny_params(root / "params.yaml", root / "params.yaml")
     # A fresh cache, except the dequantised SmolLM2 weights: content-keyed and shared with the unit tests, so a clean
     # CI run converts the GGUF once instead of twice.
     shared_models = REPO / ".cache" / "biaslab-tests" / "models"

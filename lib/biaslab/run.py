@@ -175,12 +175,20 @@ def cell_timings(nb) -> list[dict[str, Any]]:
 
 def peak_rss_mb() -> float:
     """The largest resident set (MB) of this process and of every child it has waited for — for a stage run, the
-    notebook's kernel (``getrusage``'s ``ru_maxrss``, kilobytes on Linux, bytes on macOS)."""
+    notebook's kernel or the plain script (``getrusage``'s ``ru_maxrss``, kilobytes on Linux, bytes on macOS). This
+    process's own peak is read from ``/proc/self/status`` (``VmHWM``) where there is one: on Linux, ``RUSAGE_SELF``
+    carries the peak of the process that started this one across ``exec``, so a runner started by a large process
+    (scripts/device_check.sh's, after its timed training) would report that process's size for every stage."""
     import resource
 
     unit = 1 if sys.platform == "darwin" else 1024
-    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return round(peak * unit / 2**20, 1)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * unit
+    try:
+        status = Path("/proc/self/status").read_text()
+        own = int(re.search(r"^VmHWM:\s*(\d+) kB", status, re.M)[1]) * 1024
+    except (OSError, TypeError):
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit
+    return round(max(peak, own) / 2**20, 1)
 
 
 def record_timings(path: Path, stage: str, cells: list[dict[str, Any]], wall: float, top: int = 5,
