@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -61,10 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(saved, ignore_errors=True)
         runs["torch_path"].append(one_call(call))
         runs["saved_index"].append(one_call(call))
-    cpu = Path("/proc/cpuinfo")
-    model = next((line.split(":", 1)[1].strip() for line in (cpu.read_text().splitlines() if cpu.is_file() else [])
-                  if line.startswith("model name")), platform.processor())
-    out = {"machine": {"cpu_count": os.cpu_count(), "cpu": model, "platform": platform.platform()},
+    from bench_pipeline import machine  # benchmarks/ is on sys.path when this file runs as a script
+
+    out = {"machine": machine(),
            "runs": args.runs, "texts": len(TEXTS), "model": args.model or "detect's default",
            "reference": args.reference}
     for name, rows in runs.items():

@@ -11,11 +11,12 @@ a fresh clone of ``--rev`` in a temporary folder — its own empty ``.venv``, DV
 the data mirror at ``--data`` (default: ``$BIASLAB_DATA_MIRROR``): the install and the repro each timed, every
 stage's record from the run's own timings log, and which of the commit's results the forced rerun wrote with other
 bytes (tracked files by git, cached outputs by their hash in ``dvc.lock``). The clone is deleted unless the run
-fails or ``--keep`` is given. It takes as long as the pipeline (1 h 48 min here): run it on an idle machine.
+fails or ``--keep`` is given. It takes as long as the pipeline (1 h 46 min on the 2-core Xeon): run it on an
+otherwise idle machine.
 
-Each subcommand replaces its own section of ``benchmarks/results/pipeline.json`` and prints it. ``timings`` takes
-the logs in the order given, a later record of a stage replacing an earlier one (so the logs of several partial
-runs assemble one figure per stage); it names every stage of dvc.yaml that no log has, and says the sum is then a
+Each subcommand replaces its own section of ``benchmarks/results/pipeline.json`` (with its ``machine``: CPU, date) and
+prints it. ``timings`` takes the logs in the order given, a later record of a stage replacing an earlier one (so the
+logs of several partial runs assemble one figure per stage); it names every stage of dvc.yaml that no log has, and says the sum is then a
 lower bound; with ``--keep coldest`` the record that embedded the most texts itself wins instead (a rerun on a
 warm embedding store is faster than a fresh clone's run). Per stage: wall time, peak resident memory of the stage's process tree (the runner and its kernel;
 absent from logs written before the runner recorded it) and the embedding store's hit rate. Targets: the whole
@@ -44,6 +45,16 @@ INSTALL, REPRO = "scripts/bootstrap.sh", ". .venv/bin/activate && dvc repro --fo
 COMMAND_1 = f"{INSTALL} && {REPRO}"
 TARGETS = {"pipeline_minutes_max": 150.0, "stage_peak_mb_max": 4096.0, "noop_repro_s_max": 10.0,
            "train_ratio_min": 0.95}
+
+
+def machine() -> dict:
+    """Where and when a section was measured: CPU model, cores, platform, Python, UTC date."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
+               platform.processor())
+    return {"cpu": cpu, "cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def paper_of(stage: str) -> str:
@@ -148,7 +159,7 @@ def bench_fresh(rev: str, data: Path | None, workdir: Path | None, keep: bool) -
     env["BIASLAB_TIMINGS"] = str(log)
     if data is not None:
         env["BIASLAB_DATA_MIRROR"] = str(Path(data).resolve())
-    print(f"fresh clone of {commit[:12]} in {clone}; install, then dvc repro --force (1 h 48 min here)", flush=True)
+    print(f"fresh clone of {commit[:12]} in {clone}; install, then dvc repro --force (≈ 1 h 45 min on 2 cores)", flush=True)
     t0 = time.perf_counter()
     if subprocess.run(["bash", "-c", INSTALL], cwd=clone, env=env).returncode != 0:
         raise SystemExit(f"{INSTALL} failed; the clone is kept at {clone}")
@@ -287,9 +298,10 @@ def main() -> None:
     from biaslab.io import write_json
 
 
+    section["machine"] = machine()
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    result.update({"targets": TARGETS, args.what: section,
-                   "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}})
+    result.pop("machine", None)  # once shared by all sections, so it named only the latest one's machine
+    result.update({"targets": TARGETS, args.what: section})
     write_json(args.out, result)
     print(json.dumps({k: v for k, v in section.items() if k != "per_stage"}, indent=1))
 

@@ -81,6 +81,18 @@ def test_the_fresh_clone_benchmark_runs_the_readme_command_1_verbatim():
     assert f"{bench.COMMAND_1}\n" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
+def test_each_section_names_its_own_machine_and_date_and_keeps_the_others(tmp_path, monkeypatch):
+    out = tmp_path / "pipeline.json"
+    out.write_text(json.dumps({"noop": {"median_s": 4.2}, "machine": {"cpus": 2}}))
+    logfile = log(tmp_path / "t.jsonl", rec("fetch", 3.0))
+    monkeypatch.setattr("sys.argv", ["bench_pipeline.py", "--out", str(out), "timings", str(logfile)])
+    bench.main()
+    result = json.loads(out.read_text())
+    assert "machine" not in result and result["noop"] == {"median_s": 4.2}  # the shared, stale block is gone
+    machine = result["timings"]["machine"]
+    assert machine["cpus"] >= 1 and machine["cpu"] and len(machine["date"]) == 10 and machine["date"][4] == "-"
+
+
 def test_stages_are_grouped_by_paper():
     assert [bench.paper_of(s) for s in ("ragcontrol_rag@smollm2", "cscl_train@0", "fetch", "cards")] == [
         "ragcontrol", "cscl", "fetch", "cards"]
