@@ -18,8 +18,8 @@
 # * **Soft-Hamming classifier** (App. A): the same head trained with the differentiable Hamming loss
 #   (τ = `soft_hamming_tau`), early stopping with patience `soft_hamming_patience` on a 10 % validation split,
 #   at most `soft_hamming_max_epochs` epochs (paper: ModernBERT-base, 20 epochs).
-# * **Zero-shot LLM** with the Fig. 21 prompt on a sample of the held-out paragraphs (`zero_shot_max_paragraphs`
-#   per corpus, scored on each subset's test sets they belong to; the default local model is
+# * **Zero-shot LLM** with the Fig. 21 prompt on the held-out paragraphs (at most `zero_shot_max_paragraphs`
+#   per corpus, by default all of them, scored on each subset's test sets they belong to; the default local model is
 #   SmolLM2-135M-Instruct, far smaller than the paper's 7–8B instruct models).
 #
 # Classifiers are trained and tested within one corpus: their label spaces differ across corpora, so they
