@@ -94,6 +94,7 @@ ALLOWED = {
     ("cscl/train.py", "Objective", "n_adversaries"): "None = unused outside adversarial (required there, checked)",
     ("cscl/train.py", "Objective", "lam_diff"): "None = unused outside adversarial (required there, checked)",
     ("cscl/train.py", "Objective", "adv_hidden"): "None = unused outside adversarial (required there, checked)",
+    ("cscl/train.py", "Objective", "schedule"): "None = unused outside adversarial (required there, checked)",
     ("cscl/inlp.py", "debiasing_projection", "min_accuracy"): "public API (Ravfogel et al.'s signature, fixed by the "
                                                               "cscl issue); the stage passes cscl.methods.inlp's value",
     ("cscl/inlp.py", "debiasing_projection", "by_class"): "public API (as above); the stage passes the params value",

@@ -14,6 +14,11 @@ adversarial baselines, discriminators. Its ``forward`` returns the loss of the c
   (Han et al. 2021; cscl App. B), computed on the *detached* representation: as in Han et al.'s code, it trains the
   discriminators to differ and never reaches the encoder (through the reversal layer it would push the encoder,
   with weight λ_diff, to make them alike).
+  ``schedule`` says who trains the discriminators. ``joint``: one loss, one optimizer, each step moves the encoder
+  (through the reversal layer) and the discriminators together. ``alternating``: Han et al.'s code (fairlib's
+  default ``adv_update_frequency: Batch``): before every encoder step the discriminators take their own Adam step
+  (``head_learning_rate``) on the batch's detached representation (encoder in eval mode) with their CE and the
+  difference loss (:meth:`FairClassifier.adversary_step`); the encoder step then reads them with frozen weights.
 
 Two-stage CL's second stage and INLP train only the head, on frozen-encoder features (:func:`biaslab.cscl.head.fit_head`): the
 encoder runs once per text instead of once per epoch — the same objective, since a frozen encoder's features do
@@ -53,6 +58,9 @@ from .head import mlp_head
 MODES = ("ce", "contrastive", "one_stage", "adversarial")
 
 
+SCHEDULES = ("joint", "alternating")
+
+
 @dataclass(frozen=True)
 class Objective:
     """The knobs of one method (``cscl.methods`` in params.yaml) at one λ. ``None`` = not used by this mode; each
@@ -66,6 +74,7 @@ class Objective:
     n_adversaries: int | None = None
     lam_diff: float | None = None  # diverse adversaries' difference-loss weight
     adv_hidden: int | None = None
+    schedule: str | None = None    # adversarial: joint | alternating (who trains the discriminators, see above)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -80,6 +89,8 @@ class Objective:
             raise ValueError(f"cscl objective {self.mode}: gamma = {self.gamma} must be in [0, 1]")
         if self.temperature is not None and self.temperature <= 0:
             raise ValueError(f"cscl objective {self.mode}: temperature must be > 0")
+        if self.schedule is not None and self.schedule not in SCHEDULES:
+            raise ValueError(f"cscl objective {self.mode}: schedule {self.schedule!r} is not one of {SCHEDULES}")
 
 
 def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective, *, head_hidden: int, seed: int,
@@ -97,6 +108,15 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
     from transformers import AutoModel
 
     reverse = grad_reverse()
+
+    class Discriminator(nn.ModuleDict):
+        """One discriminator: ``hidden`` (the layer the difference loss reads), then ``out``."""
+
+        def __init__(self, hidden, out):
+            super().__init__({"hidden": hidden, "out": out})
+
+        def forward(self, x):
+            return self["out"](self["hidden"](x))
 
     class FairClassifier(nn.Module):
         def __init__(self):
@@ -120,8 +140,8 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             self.grad_cache_chunk = int(grad_cache_chunk)
             if objective.mode == "adversarial":
                 self.adversaries = nn.ModuleList(
-                    nn.ModuleDict({"hidden": nn.Sequential(nn.Linear(dim + n_classes, objective.adv_hidden), nn.ReLU()),
-                                   "out": nn.Linear(objective.adv_hidden, n_groups)})
+                    Discriminator(nn.Sequential(nn.Linear(dim + n_classes, objective.adv_hidden), nn.ReLU()),
+                                  nn.Linear(objective.adv_hidden, n_groups))
                     for _ in range(objective.n_adversaries))
 
         def pool(self, x, mask):
@@ -166,13 +186,14 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             if o.mode == "adversarial":
                 onehot = F.one_hot(labels, self.n_classes).to(z1.dtype)
                 x = torch.cat([reverse(z1), onehot], dim=1)
-                losses["adv"] = sum(F.cross_entropy(adv["out"](adv["hidden"](x)), groups)
-                                    for adv in self.adversaries) / len(self.adversaries)
-                if len(self.adversaries) > 1 and o.lam_diff > 0:
-                    x_fixed = torch.cat([z1.detach(), onehot], dim=1)
-                    hidden = [adv["hidden"](x_fixed) for adv in self.adversaries]
-                    losses["diff"] = sum(difference_loss(hidden[i], hidden[j])
-                                         for i in range(len(hidden)) for j in range(i + 1, len(hidden)))
+                if self.alternating:  # the discriminators' weights are read, not trained, in the encoder's step
+                    from torch.func import functional_call
+
+                    frozen = [{k: v.detach() for k, v in adv.named_parameters()} for adv in self.adversaries]
+                    losses["adv"] = sum(F.cross_entropy(functional_call(adv, w, (x,)), groups)
+                                        for adv, w in zip(self.adversaries, frozen, strict=True)) / len(frozen)
+                else:
+                    losses["adv"], losses["diff"] = self.adversary_losses(x, groups, z1.detach(), onehot)
             if o.mode == "ce":
                 loss = losses["ce"]
             elif o.mode == "contrastive":
@@ -182,6 +203,36 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             else:
                 loss = losses["ce"] + o.lam * losses["adv"] + o.lam_diff * losses.get("diff", 0.0)
             return loss, logits
+
+        @property
+        def alternating(self) -> bool:
+            return self.objective.mode == "adversarial" and self.objective.schedule == "alternating"
+
+        def adversary_losses(self, x, groups, z_fixed, onehot):
+            """(mean CE of the discriminators on ``x``, the difference loss Σ_{k<l} on the detached ``z_fixed``
+            ⊕ ``onehot`` — 0 with one discriminator or λ_diff = 0)."""
+            ce = sum(F.cross_entropy(adv(x), groups) for adv in self.adversaries) / len(self.adversaries)
+            if len(self.adversaries) < 2 or not self.objective.lam_diff:
+                return ce, 0.0
+            hidden = [adv["hidden"](torch.cat([z_fixed, onehot], dim=1)) for adv in self.adversaries]
+            return ce, sum(difference_loss(hidden[i], hidden[j])
+                           for i in range(len(hidden)) for j in range(i + 1, len(hidden)))
+
+        def adversary_step(self, optimizer, x, mask, labels, groups, **_):
+            """The discriminators' own step of the alternating schedule (Han et al.'s ``adv_train_batch``): the
+            batch's representation with the encoder in eval mode and no gradient, then CE + λ_diff · difference
+            loss on the discriminators alone."""
+            was_training = self.training
+            self.eval()
+            with torch.no_grad():
+                z = self.pool(x, mask)
+            self.train(was_training)
+            onehot = F.one_hot(labels, self.n_classes).to(z.dtype)
+            ce, diff = self.adversary_losses(torch.cat([z, onehot], dim=1), groups, z, onehot)
+            optimizer.zero_grad(set_to_none=True)
+            (ce + self.objective.lam_diff * diff).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
 
     seed_everything(seed)
     return FairClassifier()
@@ -327,12 +378,24 @@ def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | N
             metric_for_best_model="eval_loss", greater_is_better=False, disable_tqdm=not progress_enabled(),
             use_cpu=device == "cpu", logging_strategy="epoch", dataloader_num_workers=0, remove_unused_columns=False)
         callbacks = [Epochs()] + ([EarlyStoppingCallback(early_stopping_patience=patience)] if eval_data else [])
+        alternating = getattr(model, "alternating", False)
+        own = ("adversaries.",) if alternating else ()  # trained by their own optimizer, not the encoder's
         encoder = [p for n, p in model.named_parameters() if n.startswith(("encoder.", "layers."))]
-        new = [p for n, p in model.named_parameters() if not n.startswith(("encoder.", "layers."))]
+        new = [p for n, p in model.named_parameters() if not n.startswith(("encoder.", "layers.", *own))]
         optimizer = torch.optim.AdamW([{"params": encoder, "lr": learning_rate},
                                        {"params": new, "lr": head_learning_rate}], weight_decay=0.0)
-        trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=eval_data,
-                          data_collator=_collate(tokenizer), callbacks=callbacks, optimizers=(optimizer, None))
+        if alternating:
+            adversary_optimizer = torch.optim.Adam(model.adversaries.parameters(), lr=head_learning_rate)
+
+            class AlternatingTrainer(Trainer):
+                def training_step(self, model, inputs, num_items_in_batch=None):
+                    inputs = self._prepare_inputs(inputs)
+                    model.adversary_step(adversary_optimizer, **inputs)
+                    return super().training_step(model, inputs, num_items_in_batch)
+
+        trainer = (AlternatingTrainer if alternating else Trainer)(
+            model=model, args=args, train_dataset=data, eval_dataset=eval_data, data_collator=_collate(tokenizer),
+            callbacks=callbacks, optimizers=(optimizer, None))
         _deterministic_log_callbacks(trainer)
         result = trainer.train()
     losses = [round(float(h["loss"]), 6) for h in trainer.state.log_history if "loss" in h]
