@@ -326,7 +326,9 @@ def test_a_difference_loss_of_100_silences_the_discriminators(lam_diff):
         x = torch.cat([z, F.one_hot(y, 2).float()], 1)
         active = [float((d["hidden"](x) > 0).float().mean()) for d in m.adversaries]
         loss = [float(F.cross_entropy(d(x), a)) for d in m.adversaries]
+    diag = ct.adversary_diagnostics(m, z.numpy(), y.numpy(), a.numpy())  # the result columns adv_*
+    assert diag["adv_active"] == pytest.approx(np.mean(active)) and diag["group_majority"] == 0.5
     if lam_diff:  # silent, and their group loss stays near a constant guess's (ln 2 = 0.69 for two balanced groups)
         assert max(active) < 0.05 and min(loss) > 0.4
     else:
-        assert min(active) > 0.2 and max(loss) < 0.1
+        assert min(active) > 0.2 and max(loss) < 0.1 and diag["adv_group_accuracy"] == 1.0

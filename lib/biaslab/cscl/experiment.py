@@ -77,6 +77,8 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
         with torch.no_grad():
             pred = model.head(torch.as_tensor(enc["test"])).argmax(1).numpy()
     out = {"scores": score(te, pred), "log": log, "pred": pred, "test_features": enc["test"]}
+    if method.mode == "adversarial":  # do the discriminators read the group? (result columns adv_*)
+        out["adversaries"] = ct.adversary_diagnostics(model, enc["test"], te["y"], te["a"])
     if method.mode == "ce":
         out["features"] = enc
     return out
@@ -135,7 +137,7 @@ def run_seed(methods: Mapping, tasks: Sequence[str], tasks_dir, *, encoder_dir, 
                     if method.mode == "ce":
                         ce_features = res["features"]
                 row, pred = outcome(res, test, {"task": task, "method": name, "mode": method.mode, "value": value,
-                                                "seed": seed})
+                                                "seed": seed}, **res.get("adversaries", {}))
                 results.append(row)
                 predictions.append(pred)
                 features[f"{task}|{name}|{value}"] = res["test_features"].astype("float32")

@@ -24,8 +24,8 @@ from .settings import Setting, checks_of, contrast, settings, spread_ratio
 def summary(results: pd.DataFrame) -> pd.DataFrame:
     """Mean ± std over seeds of every metric per (task, method, value) — the paper's table format."""
     keys = ["task", "method", "mode", "value"]
-    metrics = [m for m in ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "top_pred_share")
-               if m in results.columns]
+    metrics = [m for m in ("f1", "macro_f1", "accuracy", "tpr_gap", "fpr_gap", "eo_gap", "top_pred_share",
+                           "adv_active", "adv_group_accuracy", "group_majority") if m in results.columns]
     g = results.fillna({"value": -1}).groupby(keys, sort=False)[metrics]
     out = g.mean().add_suffix("_mean").join(g.std(ddof=1).add_suffix("_std")).join(g.size().rename("seeds"))
     out = out.reset_index()

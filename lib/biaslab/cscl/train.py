@@ -330,6 +330,28 @@ def _collate(tokenizer):
     return collate
 
 
+def adversary_diagnostics(model, features, labels, groups) -> dict:
+    """What the trained discriminators of an adversarial ``model`` read, on ``features`` (pooled, e.g. the test
+    rows') ⊕ the one-hot class ``labels``: ``adv_active``, the share of their hidden units that fire, and
+    ``adv_group_accuracy``, their accuracy on ``groups`` (each a mean over the discriminators), beside
+    ``group_majority``, the largest group's share. Silent units and an accuracy at the majority's mean the encoder
+    got no adversarial signal (docs/cscl.md: the diverse adversaries at λ_diff = 100)."""
+    import torch
+    import torch.nn.functional as F
+
+    groups = np.asarray(groups)
+    x = torch.cat([torch.as_tensor(np.asarray(features), dtype=torch.float32),
+                   F.one_hot(torch.as_tensor(np.asarray(labels)), model.n_classes).float()], dim=1)
+    with torch.no_grad():
+        dev = next(model.adversaries.parameters()).device
+        hidden = [adv["hidden"](x.to(dev)).cpu() for adv in model.adversaries]
+        preds = [adv["out"](h.to(dev)).argmax(1).cpu().numpy() for adv, h in zip(model.adversaries, hidden,
+                                                                                  strict=True)]
+    return {"adv_active": float(np.mean([float((h > 0).float().mean()) for h in hidden])),
+            "adv_group_accuracy": float(np.mean([(p == groups).mean() for p in preds])),
+            "group_majority": float(np.unique(groups, return_counts=True)[1].max() / len(groups))}
+
+
 def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | None = None,
         val_views: Sequence[Sequence[str]] | None = None, bank: StateBank | None = None, epochs: int,
         batch_size: int, learning_rate: float, head_learning_rate: float, max_length: int, seed: int, device: str,
@@ -339,7 +361,8 @@ def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | N
     for ``val`` (default: the validation text itself). ``val`` with ``patience``: early stopping on the validation
     loss, best epoch kept (the paper: patience 3 in pre-training). ``bank``: the frozen layers' states when the
     model trains only its top layers. The encoder's layers train at ``learning_rate``, the new layers (head,
-    discriminators) at ``head_learning_rate`` — AdamW in parameter groups, the Trainer's linear schedule on both.
+    discriminators) at ``head_learning_rate`` — AdamW in parameter groups, the Trainer's linear schedule on both;
+    under the ``alternating`` schedule the discriminators have their own Adam at ``head_learning_rate`` instead.
     Returns the training log (loss per epoch, epochs run)."""
     import torch
     from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
