@@ -101,6 +101,9 @@ def test_summary_is_mean_and_std_over_seeds():
                         "f1": [0.5, 0.6, 0.7], "accuracy": 0.5, "tpr_gap": 0.1, "fpr_gap": 0.2, "eo_gap": [0.3, 0.3, 0.6]})
     s = findings.summary(res).iloc[0]
     assert s["f1_mean"] == 0.6 and abs(s["f1_std"] - 0.1) < 1e-12 and s["seeds"] == 3 and np.isnan(s["value"])
+    adv = res.assign(method="adv", mode="adversarial", value=1.0, adv_active=0.5)
+    records = findings.summary_records(findings.summary(pd.concat([res, adv])))  # metrics.json: no empty cells
+    assert [("value" in r, "adv_active_mean" in r) for r in records] == [(False, False), (True, True)]
 
 
 def test_a_constant_classifier_fails_its_competence_check_and_its_claims_are_untestable():

@@ -327,7 +327,7 @@ def test_a_difference_loss_of_100_silences_the_discriminators(lam_diff):
         active = [float((d["hidden"](x) > 0).float().mean()) for d in m.adversaries]
         loss = [float(F.cross_entropy(d(x), a)) for d in m.adversaries]
     diag = ct.adversary_diagnostics(m, z.numpy(), y.numpy(), a.numpy())  # the result columns adv_*
-    assert diag["adv_active"] == pytest.approx(np.mean(active)) and diag["group_majority"] == 0.5
+    assert diag["adv_active"] == pytest.approx(np.mean(active))
     if lam_diff:  # silent, and their group loss stays near a constant guess's (ln 2 = 0.69 for two balanced groups)
         assert max(active) < 0.05 and min(loss) > 0.4
     else:

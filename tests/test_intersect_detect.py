@@ -68,6 +68,10 @@ def test_detector_returns_labels_and_evidence():
     [d] = det.detect(["gender story"], k=2, **AGG)
     assert d.labels == ["gender"]
     assert [e[1] for e in d.evidence] == ["gender", "gender"] and d.evidence[0][2] == pytest.approx(1.0, abs=1e-3)
+    saved = detect.Detector(OneHot(), reference(), OneHot().encode(reference()["text"]))  # a saved index
+    assert saved.detect(["gender story"], k=2, **AGG) == [d]
+    with pytest.raises(ValueError, match="4 saved vectors for 5 reference sentences"):
+        detect.Detector(OneHot(), reference(), OneHot().encode(reference()["text"][:4]))
 
 
 def test_evaluate_detector_rows():

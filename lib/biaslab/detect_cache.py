@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from .atomic import atomic_open
-from .index import DenseIndex
 from .intersect.detect import Detector, abstain_floor, validation_texts
 from .paths import cache_dir
 
@@ -34,17 +33,6 @@ def digest(paths: Sequence[Path], extra: str = "") -> str:
             with open(f, "rb") as fh:
                 h.update(hashlib.file_digest(fh, "sha256").digest())
     return h.hexdigest()
-
-
-class SavedDetector(Detector):
-    """A :class:`Detector` whose reference vectors are given (the saved index) instead of encoded again."""
-
-    def __init__(self, encoder, reference: pd.DataFrame, vectors: np.ndarray):
-        if len(vectors) != len(reference):
-            raise ValueError(f"{len(vectors)} saved vectors for {len(reference)} reference sentences")
-        self.encoder = encoder
-        self.reference = reference.reset_index(drop=True)
-        self.index = DenseIndex(np.asarray(vectors, np.float32))
 
 
 def detector(folder: Path, reference: Path, *, device: str, batch_size: int, floor_from: tuple[Path, Path] | None,
@@ -65,12 +53,12 @@ def detector(folder: Path, reference: Path, *, device: str, batch_size: int, flo
         else:
             from .embed import Encoder
             encoder = Encoder(folder, device=device, batch_size=batch_size)
-        return SavedDetector(encoder, ref, saved["vectors"]), floor
+        return Detector(encoder, ref, saved["vectors"]), floor
     from .embed import Encoder
 
     encoder = Encoder(folder, device=device, batch_size=batch_size)
     vectors = encoder.encode(ref["text"].tolist(), show_progress=True)
-    det = SavedDetector(encoder, ref, vectors)
+    det = Detector(encoder, ref, vectors)
     floor = None
     if floor_from:
         splits, paragraphs = (pd.read_parquet(p) for p in floor_from)

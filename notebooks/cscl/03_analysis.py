@@ -112,7 +112,7 @@ claim_rows, competence = findings.paper_claims(preds, sens, leakage, majority, C
                                                rounds=U.rounds, seed=P.common.seed)
 write_csv(OUT / "competence.csv", competence)
 claims = cl.write(OUT / "claims.csv", claim_rows)
-write_json(OUT / "metrics.json", {"summary": summary.to_dict("records"), "claims": cl.summary(claims)})
+write_json(OUT / "metrics.json", {"summary": findings.summary_records(summary), "claims": cl.summary(claims)})
 display(competence)  # noqa: F821
 cl.markdown(claims)
 

@@ -12,6 +12,7 @@ from ..config import Section
 Task = Literal["madlibs_race", "wiki_race", "sbic_race", "bios_gender", "genderqa_topic", "jigsaw_race",
                "biasbios_full"]
 Mode = Literal["ce", "contrastive", "one_stage", "adversarial", "inlp"]
+Schedule = Literal["joint", "alternating"]  # adversarial: who trains the discriminators (biaslab.cscl.train)
 # the knobs each mode needs (a method's, and its training objective's, biaslab.cscl.train.Objective)
 NEEDS: dict[str, tuple[str, ...]] = {"ce": (), "contrastive": ("temperature",), "one_stage": ("temperature", "gamma"),
                                      "adversarial": ("n_adversaries", "lam_diff", "adv_hidden", "schedule"),
@@ -86,7 +87,7 @@ class CsclMethod(Section):
     n_adversaries: int | None = Field(None, gt=0)  # adversarial: 1, or 3 for diverse adversaries
     lam_diff: float | None = Field(None, ge=0)  # diverse adversaries' difference loss (paper 100 / 5000)
     adv_hidden: int | None = Field(None, gt=0)
-    schedule: Literal["joint", "alternating"] | None = None  # adversarial: who trains the discriminators
+    schedule: Schedule | None = None  # adversarial: who trains the discriminators
     min_accuracy: float | None = Field(None, ge=0, le=1)  # inlp: skip classifiers below this dev accuracy
     by_class: bool | None = None  # inlp: the equalized-odds variant
 

@@ -78,14 +78,16 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
             pred = model.head(torch.as_tensor(enc["test"])).argmax(1).numpy()
     out = {"scores": score(te, pred), "log": log, "pred": pred, "test_features": enc["test"]}
     if method.mode == "adversarial":  # do the discriminators read the group? (result columns adv_*)
-        out["adversaries"] = ct.adversary_diagnostics(model, enc["test"], te["y"], te["a"])
+        out["adversaries"] = {**ct.adversary_diagnostics(model, enc["test"], te["y"], te["a"]),
+                              "group_majority": top_prediction_share(te["a"].to_numpy())}
     if method.mode == "ce":
         out["features"] = enc
     return out
 
 
 def top_prediction_share(pred: np.ndarray) -> float:
-    """Share of rows given the most frequent predicted class (1.0 = a constant classifier)."""
+    """Share of the most frequent value in ``pred``: of predictions, 1.0 = a constant classifier; of groups, the
+    largest group's share."""
     return float(np.unique(pred, return_counts=True)[1].max() / len(pred)) if len(pred) else float("nan")
 
 

@@ -33,6 +33,12 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def summary_records(summary: pd.DataFrame) -> list[dict]:
+    """:func:`summary`'s rows as records without their empty cells (metrics.json): the ``adv_*`` columns only where
+    a method has discriminators, ``value`` only where it has a grid."""
+    return [{k: v for k, v in row.items() if not pd.isna(v)} for row in summary.to_dict("records")]
+
+
 def _strongest(settings, task: str, method: str) -> float | None:
     values = [v for t, m, v in settings if t == task and m == method]
     return max(values) if values else None

@@ -43,6 +43,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import get_args
 
 import numpy as np
 
@@ -52,13 +53,11 @@ from ..layers import grad_reverse
 from ..losses import cs_infonce_loss, supcon_loss
 from ..runtime import progress_enabled, seed_everything, select_device
 from ..train import _deterministic_log_callbacks
-from .config import NEEDS
+from .config import NEEDS, Schedule
 from .head import mlp_head
 
 MODES = ("ce", "contrastive", "one_stage", "adversarial")
-
-
-SCHEDULES = ("joint", "alternating")
+SCHEDULES = get_args(Schedule)
 
 
 @dataclass(frozen=True)
@@ -193,7 +192,8 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
                     losses["adv"] = sum(F.cross_entropy(functional_call(adv, w, (x,)), groups)
                                         for adv, w in zip(self.adversaries, frozen, strict=True)) / len(frozen)
                 else:
-                    losses["adv"], losses["diff"] = self.adversary_losses(x, groups, z1.detach(), onehot)
+                    losses["adv"], losses["diff"] = self.adversary_losses(x, groups,
+                                                                          torch.cat([z1.detach(), onehot], dim=1))
             if o.mode == "ce":
                 loss = losses["ce"]
             elif o.mode == "contrastive":
@@ -208,13 +208,17 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
         def alternating(self) -> bool:
             return self.objective.mode == "adversarial" and self.objective.schedule == "alternating"
 
-        def adversary_losses(self, x, groups, z_fixed, onehot):
-            """(mean CE of the discriminators on ``x``, the difference loss Σ_{k<l} on the detached ``z_fixed``
-            ⊕ ``onehot`` — 0 with one discriminator or λ_diff = 0)."""
-            ce = sum(F.cross_entropy(adv(x), groups) for adv in self.adversaries) / len(self.adversaries)
+        def adversary_losses(self, x, groups, x_fixed=None):
+            """(mean CE of the discriminators on ``x``, the difference loss Σ_{k<l} between their hidden layers on
+            ``x_fixed``, the same input detached from the encoder — 0 with one discriminator or λ_diff = 0).
+            ``x_fixed`` None: ``x`` is already detached (the alternating step), and its hidden layers serve both."""
+            hidden = [adv["hidden"](x) for adv in self.adversaries]
+            ce = sum(F.cross_entropy(adv["out"](h), groups)
+                     for adv, h in zip(self.adversaries, hidden, strict=True)) / len(self.adversaries)
             if len(self.adversaries) < 2 or not self.objective.lam_diff:
                 return ce, 0.0
-            hidden = [adv["hidden"](torch.cat([z_fixed, onehot], dim=1)) for adv in self.adversaries]
+            if x_fixed is not None:
+                hidden = [adv["hidden"](x_fixed) for adv in self.adversaries]
             return ce, sum(difference_loss(hidden[i], hidden[j])
                            for i in range(len(hidden)) for j in range(i + 1, len(hidden)))
 
@@ -227,8 +231,8 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
             with torch.no_grad():
                 z = self.pool(x, mask)
             self.train(was_training)
-            onehot = F.one_hot(labels, self.n_classes).to(z.dtype)
-            ce, diff = self.adversary_losses(torch.cat([z, onehot], dim=1), groups, z, onehot)
+            ce, diff = self.adversary_losses(torch.cat([z, F.one_hot(labels, self.n_classes).to(z.dtype)], dim=1),
+                                             groups)
             optimizer.zero_grad(set_to_none=True)
             (ce + self.objective.lam_diff * diff).backward()
             optimizer.step()
@@ -333,23 +337,22 @@ def _collate(tokenizer):
 def adversary_diagnostics(model, features, labels, groups) -> dict:
     """What the trained discriminators of an adversarial ``model`` read, on ``features`` (pooled, e.g. the test
     rows') ⊕ the one-hot class ``labels``: ``adv_active``, the share of their hidden units that fire, and
-    ``adv_group_accuracy``, their accuracy on ``groups`` (each a mean over the discriminators), beside
-    ``group_majority``, the largest group's share. Silent units and an accuracy at the majority's mean the encoder
-    got no adversarial signal (docs/cscl.md: the diverse adversaries at λ_diff = 100)."""
+    ``adv_group_accuracy``, their accuracy on ``groups`` (each a mean over the discriminators). Silent units and an
+    accuracy at the largest group's share mean the encoder got no adversarial signal (docs/cscl.md: the diverse
+    adversaries at λ_diff = 100)."""
     import torch
     import torch.nn.functional as F
 
-    groups = np.asarray(groups)
+    dev = next(model.adversaries.parameters()).device
     x = torch.cat([torch.as_tensor(np.asarray(features), dtype=torch.float32),
-                   F.one_hot(torch.as_tensor(np.asarray(labels)), model.n_classes).float()], dim=1)
+                   F.one_hot(torch.as_tensor(np.asarray(labels)), model.n_classes).float()], dim=1).to(dev)
+    groups = torch.as_tensor(np.asarray(groups), device=dev)
     with torch.no_grad():
-        dev = next(model.adversaries.parameters()).device
-        hidden = [adv["hidden"](x.to(dev)).cpu() for adv in model.adversaries]
-        preds = [adv["out"](h.to(dev)).argmax(1).cpu().numpy() for adv, h in zip(model.adversaries, hidden,
-                                                                                  strict=True)]
-    return {"adv_active": float(np.mean([float((h > 0).float().mean()) for h in hidden])),
-            "adv_group_accuracy": float(np.mean([(p == groups).mean() for p in preds])),
-            "group_majority": float(np.unique(groups, return_counts=True)[1].max() / len(groups))}
+        hidden = [adv["hidden"](x) for adv in model.adversaries]
+        active = torch.stack([(h > 0).float().mean() for h in hidden]).mean()
+        accuracy = torch.stack([(adv["out"](h).argmax(1) == groups).float().mean()
+                                for adv, h in zip(model.adversaries, hidden, strict=True)]).mean()
+    return {"adv_active": float(active), "adv_group_accuracy": float(accuracy)}
 
 
 def fit(model, tokenizer, train, *, val=None, views: Sequence[Sequence[str]] | None = None,

@@ -63,12 +63,17 @@ class Detection:
 
 
 class Detector:
-    """Retrieval-based detector: ``Detector(encoder, reference).detect(texts, k)``."""
+    """Retrieval-based detector: ``Detector(encoder, reference).detect(texts, k)``. ``vectors``: the reference
+    sentences' embeddings when already computed (``biaslab detect``'s saved index), else ``encoder`` embeds them."""
 
-    def __init__(self, encoder, reference: pd.DataFrame):
+    def __init__(self, encoder, reference: pd.DataFrame, vectors: np.ndarray | None = None):
         self.encoder = encoder
         self.reference = reference.reset_index(drop=True)
-        self.index = DenseIndex(encoder.encode(self.reference["text"].tolist()))
+        if vectors is None:
+            vectors = encoder.encode(self.reference["text"].tolist())
+        elif len(vectors) != len(self.reference):
+            raise ValueError(f"{len(vectors)} saved vectors for {len(self.reference)} reference sentences")
+        self.index = DenseIndex(vectors)
 
     def retrieve(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.index.search(self.encoder.encode(list(texts)), k)

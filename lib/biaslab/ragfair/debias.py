@@ -145,7 +145,6 @@ def gradient_shares(st_model, pairs, cfg: MethodConfig, *, batches: int, batch_s
     retrieval decisions in a short run — the measured reason the α = 0 control equals the full framework at the
     CPU default size (see the ragfair findings)."""
     import torch
-    from sentence_transformers.base.losses.merged_forward import embed_columns
 
     params = [p for p in st_model.parameters() if p.requires_grad]
 
@@ -153,9 +152,7 @@ def gradient_shares(st_model, pairs, cfg: MethodConfig, *, batches: int, batch_s
         return float(torch.sqrt(sum((g.detach() ** 2).sum() for g in grads if g is not None)))
 
     fair_g, nce_g, fair_v = [], [], []
-    for start in range(0, min(len(pairs), batches * batch_size), batch_size):
-        b = pairs.iloc[start : start + batch_size]
-        q, p, bs, bn = embed_columns(st_model, [st_model.tokenize(b[c].tolist()) for c in COLUMNS])
+    for q, p, bs, bn in embedded_batches(st_model, pairs.iloc[: batches * batch_size], batch_size):
         fair = fairness_gap(q, bs, bn, cfg.fair_variant)
         fair_g.append(norm(torch.autograd.grad(fair, params, retain_graph=True, allow_unused=True)))
         nce_g.append(norm(torch.autograd.grad(nt_xent(q, p, cfg.tau), params, allow_unused=True)))
@@ -171,18 +168,24 @@ def fairness_terms(st_model, pairs, cfg: MethodConfig, *, batch_size: int) -> li
     fairness term targets, measured after training so that a run and its α = 0 control can be compared batch by
     batch (the check that an exaggerated α acts, :func:`biaslab.ragfair.findings.acts_checks`)."""
     import torch
-    from sentence_transformers.base.losses.merged_forward import embed_columns
 
     was_training = st_model.training
     st_model.eval()
-    out = []
     with torch.inference_mode():
-        for start in range(0, len(pairs), batch_size):
-            b = pairs.iloc[start : start + batch_size]
-            q, _, bs, bn = embed_columns(st_model, [st_model.tokenize(b[c].tolist()) for c in COLUMNS])
-            out.append(float(fairness_gap(q, bs, bn, cfg.fair_variant)))
+        out = [float(fairness_gap(q, bs, bn, cfg.fair_variant)) for q, _, bs, bn in
+               embedded_batches(st_model, pairs, batch_size)]
     st_model.train(was_training)
     return out
+
+
+def embedded_batches(st_model, pairs, batch_size: int):
+    """(query, positive, stereotype, anti-stereotype) embeddings of each consecutive batch of ``pairs``'
+    ``COLUMNS``, as the loss sees them."""
+    from sentence_transformers.base.losses.merged_forward import embed_columns
+
+    for start in range(0, len(pairs), batch_size):
+        b = pairs.iloc[start : start + batch_size]
+        yield embed_columns(st_model, [st_model.tokenize(b[c].tolist()) for c in COLUMNS])
 
 
 def prepare(st_model, cfg: MethodConfig):
