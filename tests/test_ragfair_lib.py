@@ -506,17 +506,24 @@ def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_p
         a < b for a, b in zip(s1000["fair_terms_after"], s0["fair_terms_after"], strict=True))
     # ... which the pipeline's check reads back from the checkpoints (ragfair.evaluate.acts)
     from biaslab import claims as cl
-    from biaslab.ragfair import evaluation
+    from biaslab.embed import Encoder
+    from biaslab.ragfair import evaluation, extrinsic
 
     acts = SimpleNamespace(run="a1000", control="a0")
-    fair, moved = cl.finalize(evaluation.acts(acts, {"a1000": SimpleNamespace(alpha=1000.0)},
-                                              base_dir=model_dir("minilm"), models_dir=tmp_path,
-                                              evaluation=bbq_frame(), acc_at_1="answers_question", device="cpu",
-                                              batch_size=8), level=0.95)
+    common = dict(base_dir=model_dir("minilm"), models_dir=tmp_path, evaluation=bbq_frame(),
+                  acc_at_1="answers_question", device="cpu", batch_size=8)
+    got = evaluation.acts(acts, {"a1000": SimpleNamespace(alpha=1000.0)}, checkpoints=[], card_of={}, **common)
+    fair, moved = cl.finalize(got, level=0.95)
     assert fair.kind == moved.kind == "check" and fair.n == 2 and moved.n == len(bbq_frame())
     assert fair.our_value == pytest.approx(np.mean(s1000["fair_terms_after"]) - np.mean(s0["fair_terms_after"]))
-    assert evaluation.acts(None, {}, base_dir=None, models_dir=tmp_path, evaluation=None, acc_at_1="", device="cpu",
-                           batch_size=8) == []
+    # the control is also an unmasked checkpoint of the evaluation: its card's decisions are reused, not measured again
+    a0 = extrinsic.category_decisions(Encoder(out0, device="cpu", batch_size=8), bbq_frame(), "answers_question")
+    checkpoints = [SimpleNamespace(name="ck", run="a0", mask=False), SimpleNamespace(name="masked", run="a0", mask=True)]
+    reused = evaluation.acts(acts, {"a1000": SimpleNamespace(alpha=1000.0)}, checkpoints=checkpoints,
+                             card_of={"ck": SimpleNamespace(decisions=a0)}, **common)
+    assert [(c.our_value, c.n) for c in cl.finalize(reused, level=0.95)] == [(c.our_value, c.n) for c in (fair, moved)]
+    assert evaluation.acts(None, {}, checkpoints=[], card_of={}, base_dir=None, models_dir=tmp_path, evaluation=None,
+                           acc_at_1="", device="cpu", batch_size=8) == []
 
 
 def test_a_lora_run_merges_changed_weights_into_a_plain_checkpoint(tmp_path):

@@ -173,8 +173,9 @@ plt.show()
 # its α = 0 control; the two `check` rows of the claims table below.
 
 # %%
-acts = evaluation.acts(E.acts, T.runs, base_dir=M[T.base_model], models_dir=ROOT / "data/models/ragfair",
-                       evaluation=rows, acc_at_1=E.acc_at_1, device=P.common.device, batch_size=P.common.batch_size)
+acts = evaluation.acts(E.acts, T.runs, checkpoints=checkpoints, card_of=card_of, base_dir=M[T.base_model],
+                       models_dir=ROOT / "data/models/ragfair", evaluation=rows, acc_at_1=E.acc_at_1,
+                       device=P.common.device, batch_size=P.common.batch_size)
 trend = pd.read_csv(ROOT / "reports/ragfair/diagnosis/depth_trend.csv")
 table1 = pd.read_csv(ROOT / "reports/ragfair/diagnosis/table1_bbq_seat.csv")
 claim_rows, competence = findings.paper_claims(card_of, corr, trend, table1, E, level=U.confidence,

@@ -50,11 +50,13 @@ def evaluate(checkpoints: Sequence[RagfairCheckpoint], *, base_dir, models_dir: 
     return card_of, masked_heads, embed_of
 
 
-def acts(acts, runs: Mapping, *, base_dir, models_dir: Path, evaluation: pd.DataFrame, acc_at_1: str, device: str,
-         batch_size: int) -> list:
+def acts(acts, runs: Mapping, *, checkpoints: Sequence[RagfairCheckpoint], card_of: Mapping, base_dir,
+         models_dir: Path, evaluation: pd.DataFrame, acc_at_1: str, device: str, batch_size: int) -> list:
     """The check rows of :func:`.findings.acts_checks` for ``acts`` (``ragfair.evaluate.acts``; none when it is
     None): each of its two runs' retrieval decisions on the evaluation rows and its L_fair per training batch after
-    training (``fair_terms_after`` in the checkpoint's ``biaslab_run.json``)."""
+    training (``fair_terms_after`` in the checkpoint's ``biaslab_run.json``). A run that is also an unmasked
+    checkpoint of :func:`evaluate` (``checkpoints``, ``card_of``) reuses its card's decisions, measured the same
+    way; the others are measured here."""
     import json
 
     from ..embed import Encoder
@@ -62,11 +64,15 @@ def acts(acts, runs: Mapping, *, base_dir, models_dir: Path, evaluation: pd.Data
 
     if acts is None:
         return []
+    measured = {ck.run: card_of[ck.name].decisions for ck in checkpoints if ck.run is not None and not ck.mask}
     got = []
     for run in (acts.run, acts.control):
-        enc = Encoder(cards.load_checkpoint(run, base_dir, models_dir, device), device=device, batch_size=batch_size)
+        if run not in measured:
+            enc = Encoder(cards.load_checkpoint(run, base_dir, models_dir, device), device=device,
+                          batch_size=batch_size)
+            measured[run] = extrinsic.category_decisions(enc, evaluation, acc_at_1)
         record = json.loads((Path(models_dir) / run / "biaslab_run.json").read_text(encoding="utf-8"))
-        got += [extrinsic.category_decisions(enc, evaluation, acc_at_1), record["summary"]["fair_terms_after"]]
+        got += [measured[run], record["summary"]["fair_terms_after"]]
     return acts_checks(*got, alpha=runs[acts.run].alpha, run=acts.run, control=acts.control)
 
 
