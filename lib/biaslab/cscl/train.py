@@ -192,8 +192,7 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
                     losses["adv"] = sum(F.cross_entropy(functional_call(adv, w, (x,)), groups)
                                         for adv, w in zip(self.adversaries, frozen, strict=True)) / len(frozen)
                 else:
-                    losses["adv"], losses["diff"] = self.adversary_losses(x, groups,
-                                                                          torch.cat([z1.detach(), onehot], dim=1))
+                    losses["adv"], losses["diff"] = self.adversary_losses(x, groups)
             if o.mode == "ce":
                 loss = losses["ce"]
             elif o.mode == "contrastive":
@@ -208,17 +207,18 @@ def build_model(encoder_dir, n_classes: int, n_groups: int, objective: Objective
         def alternating(self) -> bool:
             return self.objective.mode == "adversarial" and self.objective.schedule == "alternating"
 
-        def adversary_losses(self, x, groups, x_fixed=None):
-            """(mean CE of the discriminators on ``x``, the difference loss Σ_{k<l} between their hidden layers on
-            ``x_fixed``, the same input detached from the encoder — 0 with one discriminator or λ_diff = 0).
-            ``x_fixed`` None: ``x`` is already detached (the alternating step), and its hidden layers serve both."""
+        def adversary_losses(self, x, groups):
+            """(mean CE of the discriminators on ``x``, the difference loss Σ_{k<l} between their hidden layers — 0
+            with one discriminator or λ_diff = 0). The difference loss trains the discriminators only: when ``x``
+            carries a gradient (the joint step, through the reversal layer) it reads their hidden layers on
+            ``x.detach()``; when it does not (the alternating step) the same hidden layers serve both terms."""
             hidden = [adv["hidden"](x) for adv in self.adversaries]
             ce = sum(F.cross_entropy(adv["out"](h), groups)
                      for adv, h in zip(self.adversaries, hidden, strict=True)) / len(self.adversaries)
             if len(self.adversaries) < 2 or not self.objective.lam_diff:
                 return ce, 0.0
-            if x_fixed is not None:
-                hidden = [adv["hidden"](x_fixed) for adv in self.adversaries]
+            if x.requires_grad:
+                hidden = [adv["hidden"](x.detach()) for adv in self.adversaries]
             return ce, sum(difference_loss(hidden[i], hidden[j])
                            for i in range(len(hidden)) for j in range(i + 1, len(hidden)))
 
