@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from biaslab import config, report
+from biaslab import config, render, report
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
@@ -56,7 +56,7 @@ PAPER_SCALE = {"alpha": {"train": {"epochs": 10}, "seeds": [0, 1]}}
 
 def test_the_report_reads_every_number_from_its_inputs(tmp_path):
     reports = _fixture(tmp_path)
-    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    md, page = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
     assert "1 reproduced, 1 contradicted, 1 underpowered" in md
     assert "CPU default (1 of 2 paper-scale settings differ: alpha.train.epochs)" in md
     assert "| Figure 2 | §4.1 | bias against lambda | [fig2_x.png](alpha/results/fig2_x.png), [fig2_y.png]" in md
@@ -78,7 +78,7 @@ def test_the_report_reads_every_number_from_its_inputs(tmp_path):
     numbers = set(re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", md.replace("−", "-")))
     assert numbers <= inputs | computed, numbers - inputs - computed
     # and a changed output changes the report
-    assert "0.977 [0.311" in report.build(_fixture(tmp_path / "b", our_value=0.9766), ["alpha"], PARAMS, PAPER_SCALE)[0]
+    assert "0.977 [0.311" in render.build(_fixture(tmp_path / "b", our_value=0.9766), ["alpha"], PARAMS, PAPER_SCALE)[0]
 
 
 def test_each_figure_once_linked_to_its_notebook_and_identical_outputs_said_so(tmp_path):
@@ -91,7 +91,7 @@ def test_each_figure_once_linked_to_its_notebook_and_identical_outputs_said_so(t
     claims.loc[2, ["our_value", "ci_low", "ci_high"]] = 0.0
     claims.to_csv(reports / "alpha/results/claims.csv", index=False)
     made_by = {"alpha/results": "alpha/03_analysis.ipynb", "alpha/results/table3.csv": "alpha/02_tables.ipynb"}
-    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE, made_by)
+    md, page = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE, made_by)
     assert page.count("<img src='alpha/results/fig2_x.png'") == 1 and len(re.findall(r"!\[[^\]]*\]\(alpha/results/fig2_x.png\)", md)) == 1
     assert "shown above, under <a href='#alpha-Figure-2'>" in page and "id='alpha-Figure-2'" in page
     # the longest output path wins: the table's own stage, the folder's for the figures and the claims
@@ -117,7 +117,7 @@ def test_competence_table_and_the_glance_list_come_first(tmp_path):
     pd.DataFrame([{"check": "base beats BM25", "measure": "MRR@10: base − BM25", "ours": 0.11, "ci_low": 0.02,
                    "ci_high": 0.2, "floor": 0.0, "passed": True}]).to_csv(reports / "alpha/results/competence.csv",
                                                                           index=False)
-    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    md, page = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
     assert "- **alpha**: hold: 1; ruled out: 1 (A lowers bias); need more data: 1 (D is flat (needs n ≈ 120, we " \
            "have 30))" in md
     assert md.index("### Competence of the baselines") < md.index("### Tables and figures")
@@ -129,20 +129,20 @@ def test_a_missing_output_or_bad_artefact_file_fails_naming_it(tmp_path):
     reports = _fixture(tmp_path)
     (reports / "alpha/results/table3.csv").unlink()
     with pytest.raises(FileNotFoundError, match=r"table3\.csv: listed for alpha Table 3 in paper_values/alpha\.yaml"):
-        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+        render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
     with pytest.raises(FileNotFoundError, match=r"beta\.yaml: no artefact file"):
-        report.build(reports, ["beta"], PARAMS, PAPER_SCALE)
+        render.build(reports, ["beta"], PARAMS, PAPER_SCALE)
     (reports / "paper_values/alpha.yaml").write_text("paper: alpha\ntitle: t\ntext: x\nartefacts: [{id: 1}]\n")
     with pytest.raises(ValueError, match=r"(?s)alpha\.yaml: .*artefacts\.0\.ref"):
-        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+        render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
     reports = _fixture(tmp_path / "c")
     pd.DataFrame({"setting": ["s"], "score": [0.5]}).to_csv(reports / "alpha/results/table3.csv", index=False)
     with pytest.raises(ValueError, match=r"table3\.csv: no column \['paper_score'\] for the comparison 'score'"):
-        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+        render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
     (reports / "alpha/results/claims.csv").write_text("claim,verdict\nx,reproduced\n")
     (reports / "paper_values/alpha.yaml").write_text("paper: alpha\ntitle: t\ntext: x\nartefacts: []\n")
     with pytest.raises(ValueError, match=r"claims\.csv: missing columns"):
-        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+        render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
 
 
 def test_scale_is_paper_scale_only_when_every_setting_matches():
@@ -158,7 +158,7 @@ def test_the_repository_report_references_only_existing_files():
     p = config.load_params(REPO / "params.yaml", sections=["report"])
     raw = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
     scale = yaml.safe_load((REPO / "configs/paper-scale.yaml").read_text(encoding="utf-8"))
-    md, page = report.build(REPO / "reports", p.report.papers, raw, scale)
+    md, page = render.build(REPO / "reports", p.report.papers, raw, scale)
     links = re.findall(r"\]\(([^)#]+)\)", md) + re.findall(r"(?:src|href)='([^'#]+)'", page)
     assert len(links) > 40
     missing = [x for x in links if not (REPO / "reports" / x).is_file()]
@@ -178,16 +178,16 @@ def test_typed_paper_values_are_matched_to_filtered_rows_and_judged_by_sign(tmp_
                                            "rule": "same_sign", "ref": "Table 5",
                                            "values": [{"key": ["a|x"], "value": -7.5}, {"key": ["b"], "value": -1.5}]}]})
     (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
-    md, page = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    md, page = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
     assert "the paper's values from Table 5): 1 of 2 with the paper's sign" in md
     assert "the paper&#x27;s values from Table 5): 1 of 2 with the paper" in page
     assert "| a\\|x | -7.5 | -4 | 3.5 |" in md and "| b | -1.5 | 3 | 4.5 |" in md  # cut-off 20's row is filtered out
     spec["artefacts"][-1]["compare"][0]["values"].append({"key": ["zzz"], "value": 1.0})
     (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
-    md = report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)[0]  # a setting the run lacks is named, not fatal
+    md = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)[0]  # a setting the run lacks is named, not fatal
     assert "1 of 2 with the paper's sign (point estimates; the claims test the intervals); 1 of the paper's rows " \
            "are not in this run (zzz)" in md
     spec["artefacts"][-1]["compare"][0].pop("ref")
     (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
     with pytest.raises(ValueError, match="typed values need the ref"):
-        report.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+        render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)

@@ -1,6 +1,7 @@
 """The reproduction report as pages: Markdown (``reports/README.md``) and HTML (``reports/index.html``) from the
-papers' collected outputs (:func:`biaslab.report.collect`). Figures are linked relatively, so the HTML opens from
-disk, in JupyterLab and on a code host, with no copy of the PNGs."""
+papers' collected outputs (:func:`biaslab.report.collect`); :func:`build`, the report stage's one call, writes both.
+Figures are linked relatively, so the HTML opens from disk, in JupyterLab and on a code host, with no copy of the
+PNGs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import claims as cl
-from .report import Artefact, PaperReport
+from .report import Artefact, PaperReport, collect
 
 PREVIEW_ROWS = 12  # rows of a CSV output shown under its artefact (the file has the rest)
 
@@ -390,3 +391,13 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
     out += [f"<li><b>{e(head)}</b>: {e(text)}</li>" for head, text in gaps(reps)]
     out.append("</ul></body></html>")
     return "\n".join(out) + "\n"
+
+
+def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Mapping,
+          made_by: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(README.md text, index.html text) for ``papers`` from the outputs under ``reports``; ``made_by`` maps stage
+    outputs to the executed notebook of the stage that writes them (both relative to ``reports``; dvc.yaml's, from
+    :func:`biaslab.stages.made_by`), so every table and figure links to the notebook that made it."""
+    reps = collect(Path(reports), papers, params, paper_scale)
+    moved = read_moved(Path(reports))  # the bias cards' summary, read once for both pages
+    return markdown(reps, moved, made_by), html_page(reps, Path(reports), moved, made_by)

@@ -1,5 +1,6 @@
-"""The reproduction report: one page per repository (``reports/index.html`` and ``reports/README.md``) built only
-from the stages' outputs and the papers' artefact files.
+"""What the reproduction report shows, collected from the stages' outputs and the papers' artefact files
+(:func:`collect`); :mod:`biaslab.render` turns it into the repository's one page, ``reports/README.md`` and
+``reports/index.html`` (:func:`biaslab.render.build`).
 
 For every paper (in ``report.papers`` order): the scale it ran at (params.yaml against ``configs/paper-scale.yaml``),
 the verdict counts and the full claims table (``reports/<paper>/results/claims.csv``: the paper's value, ours with
@@ -232,18 +233,6 @@ def expand(reports: Path, patterns: Sequence[str], where: str) -> list[str]:
                                     "path")
         out += hits
     return out
-
-
-def build(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: Mapping,
-          made_by: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(README.md text, index.html text) for ``papers`` from the outputs under ``reports``; ``made_by`` maps stage
-    outputs to the executed notebook of the stage that writes them (both relative to ``reports``; dvc.yaml's, from
-    :func:`biaslab.stages.made_by`), so every table and figure links to the notebook that made it."""
-    from .render import html_page, markdown, read_moved
-
-    reps = collect(Path(reports), papers, params, paper_scale)
-    moved = read_moved(Path(reports))  # the bias cards' summary, read once for both pages
-    return markdown(reps, moved, made_by), html_page(reps, Path(reports), moved, made_by)
 
 
 def claims_text(root: Path, names: Sequence[str]) -> str:

@@ -16,13 +16,13 @@
 # One page over every paper: the scale it ran at, its claims with the verdicts its analysis computed, and each of
 # the paper's tables and figures beside the files that regenerate it (`reports/paper_values/<paper>.yaml`). Writes
 # `reports/index.html` (CSV previews, figures linked relatively) and `reports/README.md`. Every number comes from a
-# stage's output (`biaslab.report`).
+# stage's output (`biaslab.report` collects, `biaslab.render` writes the pages).
 
 # %%
 import yaml
 from IPython.display import Markdown
 
-from biaslab import config, report, stages
+from biaslab import config, render, stages
 from biaslab.io import write_text
 from biaslab.paths import repo_root
 
@@ -40,7 +40,7 @@ params_now = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
 paper_scale = yaml.safe_load((ROOT / "configs/paper-scale.yaml").read_text(encoding="utf-8"))
 # dvc.yaml names the stage (and so the executed notebook) behind every output: each table and figure links to it.
 # DVC cannot list dvc.yaml as a dependency; a link that goes stale fails the report's browser test.
-readme, page = report.build(ROOT / "reports", P.report.papers, params_now, paper_scale, stages.made_by(ROOT))
+readme, page = render.build(ROOT / "reports", P.report.papers, params_now, paper_scale, stages.made_by(ROOT))
 write_text(ROOT / "reports/README.md", readme)
 write_text(ROOT / "reports/index.html", page)
 Markdown(readme)
