@@ -11,9 +11,10 @@
 #    copy of the repository with the bundle's parameters and data, each after those it needs, until STAGE_BUDGET_S
 #    seconds (default 420; 0: no limit) have passed; STAGES (space-separated prefixes, e.g. "ragfair_ cscl_") runs a
 #    part of them; each stage's log is in the scratch copy, and a failed one's tail is printed;
-# and writes GPU_JSON (default benchmarks/results/gpu.json): device, torch and CUDA versions, the tests' outcome, the
-# CPU / GPU time ratio of that run, and each stage's seconds, peak GPU and resident memory and outcome; and each
-# paper's claims.csv / competence.csv at that scale under GPU_RESULTS/<paper>/ (default reports/gpu).
+# and writes GPU_JSON (default benchmarks/results/gpu.json): device, torch and CUDA versions, the versions of the
+# packages the encoders run through, the tests' outcome, the CPU / GPU time ratio of that run, and each stage's
+# seconds, peak GPU and resident memory and outcome; and each paper's claims.csv / competence.csv at that scale under
+# GPU_RESULTS/<paper>/ (default reports/gpu).
 #
 # With CUDA_VISIBLE_DEVICES= it runs on the CPU (the tests skip, no ratio): CI does, on a bundle of tiny parameters,
 # so that it cannot rot. Exit status: the tests' if they failed, else 1 if a stage failed.
@@ -54,6 +55,7 @@ import sys
 import tarfile
 import time
 import xml.etree.ElementTree as ET
+from importlib import metadata
 from pathlib import Path
 
 import torch
@@ -153,6 +155,8 @@ record = {
     "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                  if line.startswith("model name")), platform.machine()), "python": platform.python_version(),
     "torch": torch.__version__, "cuda": torch.version.cuda, "bundle_model": str(folder),
+    "packages": {name: metadata.version(name) for name in ("transformers", "sentence-transformers", "peft",
+                                                           "huggingface-hub", "tokenizers", "numpy")},
     "gpu_tests": {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")} | {"exit": status},
     "seconds": {"gpu_tests": round(tests_s, 1), **{k: round(v, 2) for k, v in seconds.items()}},
     "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3) if cuda else None,
