@@ -207,6 +207,19 @@ def write_all(raw: Path) -> Path:
     return raw
 
 
+def cscl_toy():
+    """Eight short posts, four friendly (y 0) and four offensive (y 1), each class split over two groups (a), for
+    cscl's training tests on either device."""
+    import pandas as pd
+
+    return pd.DataFrame({
+        "text": ["what a lovely day", "I love this film", "great work, thanks", "a wonderful person",
+                 "you are an idiot", "this is garbage", "shut up, moron", "what a stupid idea"],
+        "y": [0, 0, 0, 0, 1, 1, 1, 1],
+        "a": [0, 1, 0, 1, 0, 1, 0, 1],
+    })
+
+
 def ragfair_pairs(n: int = 16):
     """``n`` debiasing pairs in the schema of ``data/processed/ragfair/pairs.parquet`` (query, neutral passage, the
     stereotyped and the non-stereotyped variant), for training runs in tests and in scripts/device_check.sh."""

@@ -4,7 +4,6 @@ contrastive objectives see two views, the losses are the ones the objective name
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from biaslab import frozen
@@ -12,15 +11,11 @@ from biaslab.cscl import head as hd
 from biaslab.cscl import train as ct
 
 from conftest import model_dir
+from fixtures import cscl_toy
 
 pytestmark = pytest.mark.slow
 
-TOY = pd.DataFrame({
-    "text": ["what a lovely day", "I love this film", "great work, thanks", "a wonderful person",
-             "you are an idiot", "this is garbage", "shut up, moron", "what a stupid idea"],
-    "y": [0, 0, 0, 0, 1, 1, 1, 1],
-    "a": [0, 1, 0, 1, 0, 1, 0, 1],
-})
+TOY = cscl_toy()
 
 
 def tokenizer():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import model_dir
-from fixtures import ragfair_pairs
+from fixtures import cscl_toy, ragfair_pairs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -61,3 +61,29 @@ def test_a_debiasing_run_trains_on_the_gpu_and_saves_a_checkpoint_the_cpu_loads(
     assert len(encoder_layers(transformer(enc.model))) == 6 and enc.encode(TEXTS[:2]).shape == (2, 384)
     peak = torch.cuda.max_memory_allocated() / 2**30
     assert 0 < peak < 8, f"peak GPU memory {peak:.2f} GiB for a 16-pair run"
+
+
+def test_every_cscl_method_trains_and_predicts_on_the_gpu():
+    """One run of each trained cscl method at its first grid value (CE, two-stage and one-stage CL, the adversaries)
+    on the GPU: the encoder trained on CUDA, its test rows predicted, their equalized-odds gaps scored."""
+    import pandas as pd
+
+    from biaslab.config import load_params
+    from biaslab.cscl import experiment, train
+
+    P = load_params(sections=["cscl"]).cscl
+    toy = cscl_toy()
+    rows = pd.concat([toy.assign(split=s) for s in ("train", "val", "test")], ignore_index=True)
+    views = {t: [t + " indeed", t.upper()] for t in toy["text"]}
+    cfg = P.train.model_copy(update={"epochs": 1, "pretrain_epochs": 1, "head_epochs": 2, "batch_size": 4,
+                                     "pretrain_batch_size": 4, "max_length": 16, "trainable_layers": None})
+    trained = {n: m for n, m in P.methods.items() if m.mode != "inlp"}
+    assert {m.mode for m in trained.values()} >= {"ce", "contrastive", "one_stage", "adversarial"}
+    for name, method in trained.items():
+        value = None if method.mode == "ce" else method.grid[0]
+        res = experiment.run_method(method, value, rows, views, bank=train.StateBank(0),
+                                    encoder_dir=model_dir("minilm"), train=cfg, seed=0, device="cuda")
+        assert res["pred"].shape == (8,) and res["test_features"].shape == (8, 384), name
+        assert 0 <= res["scores"]["eo_gap"] <= 1, name
+        if method.mode == "adversarial":
+            assert 0 <= res["adversaries"]["adv_group_accuracy"] <= 1, name

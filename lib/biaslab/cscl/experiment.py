@@ -74,8 +74,9 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
     else:
         import torch
 
-        with torch.no_grad():
-            pred = model.head(torch.as_tensor(enc["test"])).argmax(1).numpy()
+        with torch.no_grad():  # the head where training left it (the GPU under common.device: cuda)
+            x = torch.as_tensor(enc["test"], device=next(model.head.parameters()).device)
+            pred = model.head(x).argmax(1).cpu().numpy()
     out = {"scores": score(te, pred), "log": log, "pred": pred, "test_features": enc["test"]}
     if method.mode == "adversarial":  # do the discriminators read the group? (result columns adv_*)
         out["adversaries"] = {**ct.adversary_diagnostics(model, enc["test"], te["y"], te["a"]),
