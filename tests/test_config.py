@@ -21,9 +21,9 @@ def test_repo_params_are_valid():
 
 def test_paper_scale_and_grid_configs_validate_when_merged():
     raw = fresh()
-    overrides._merge(raw, config.read_yaml(REPO / "configs" / "paper-scale.yaml"))
+    overrides.merge(raw, config.read_yaml(REPO / "configs" / "paper-scale.yaml"))
     validate(raw, "paper-scale")
-    overrides._merge(raw, config.read_yaml(REPO / "configs" / "ragfair-app61-grid.yaml"))
+    overrides.merge(raw, config.read_yaml(REPO / "configs" / "ragfair-app61-grid.yaml"))
     assert len(validate(raw, "grid").ragfair.train.runs) > 200
 
 
@@ -38,12 +38,24 @@ def test_the_gpu_profile_validates_and_keeps_the_offline_models():
         return {node} if isinstance(node, str) and node in models.REGISTRY else set()
 
     raw = fresh()
-    overrides._merge(raw, config.read_yaml(REPO / "configs" / "gpu.yaml"))
+    overrides.merge(raw, config.read_yaml(REPO / "configs" / "gpu.yaml"))
     p = validate(raw, "gpu")
     assert p.common.device == "cuda" and len(p.intersect.train.runs) == 24 and p.fairrank.data.max_pairs == 0
     per_task = len(p.ragcontrol.train.runs) * len(p.ragcontrol.train.merges) / len(p.ragcontrol.tasks)
     assert per_task == 20  # embedders per task: freeze_layers 0-4 x 4 WiSE-FT merges
     assert names(raw) == names(fresh())  # no model that does not ship offline
+
+
+def test_the_ci_device_check_runs_the_gpu_profiles_paths_at_tiny_sizes(tmp_path):
+    """.ci/run's CPU device check: configs/gpu.yaml merged, then cut to the tiny pipeline's sizes: valid, on the
+    device that is there, with the profile's full fine-tuning and the tiny grids."""
+    from tiny_pipeline import write_tiny_params
+
+    write_tiny_params(REPO / "params.yaml", tmp_path / "tiny.yaml", REPO / "configs" / "gpu.yaml")
+    p = validate(yaml.safe_load((tmp_path / "tiny.yaml").read_text()), "tiny gpu")
+    assert p.common.device == "auto" and p.common.batch_size == 256
+    assert p.cscl.train.trainable_layers is None and p.fairrank.train.trainable_layers is None
+    assert p.cscl.seeds == [0, 1] and p.intersect.train.runs == ["indic-srk4-C1"] and p.fairrank.data.max_pairs == 24
 
 
 def test_unknown_key_names_the_dotted_key():

@@ -114,11 +114,18 @@ class Pipeline(NamedTuple):
     netlog: Path  # where the network guard logs any non-loopback connection
 
 
-def write_tiny_params(src: Path | str, dst: Path | str) -> None:
-    """``src`` (a params.yaml) with :func:`shrink` applied, written to ``dst``: the tiny pipeline's parameters, also
-    the ones .ci/run builds its CPU device bundle with."""
-    params = shrink(yaml.safe_load(Path(src).read_text()))
-    Path(dst).write_text(yaml.safe_dump(params, sort_keys=False))
+def write_tiny_params(src: Path | str, dst: Path | str, profile: Path | str | None = None) -> None:
+    """``src`` (a params.yaml) with :func:`shrink` applied, written to ``dst``: the tiny pipeline's parameters. With
+    ``profile`` (e.g. configs/gpu.yaml, as .ci/run builds its CPU device bundle), that profile merged in first, so its
+    paths (full fine-tuning, its batch sizes) run at tiny sizes, on whatever device is here (``common.device:
+    auto``: the profile asks for CUDA)."""
+    params = yaml.safe_load(Path(src).read_text())
+    if profile is not None:
+        from biaslab.overrides import merge
+
+        merge(params, yaml.safe_load(Path(profile).read_text()))
+        params["common"]["device"] = "auto"
+    Path(dst).write_text(yaml.safe_dump(shrink(params), sort_keys=False))
 
 
 def open_pipeline(root: Path, first_stdout: str) -> Pipeline:

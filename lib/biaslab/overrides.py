@@ -13,10 +13,11 @@ import yaml
 from .config import ParamsError, params_path, read_yaml, validate
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> None:
+def merge(base: dict[str, Any], override: dict[str, Any]) -> None:
+    """Merge ``override`` into ``base`` in place: nested sections key by key, any other value replaced."""
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
+            merge(base[key], value)
         else:
             base[key] = value
 
@@ -33,14 +34,14 @@ def apply_overrides(overrides_file: str | os.PathLike, params_file: str | os.Pat
     target = Path(params_file) if params_file else params_path()
     override = read_yaml(overrides_file)
     merged = read_yaml(target)
-    _merge(merged, override)
+    merge(merged, override)
     validate(merged, f"{target} merged with {overrides_file}")
     rt = YAML()
     rt.preserve_quotes = True
     doc = rt.load(target.read_text(encoding="utf-8"))
     # merge the override's round-trip nodes, so scalars keep their spelling (ruamel would re-emit a float 2e-5
     # as ``2e-05``, which YAML 1.1 readers take for a string)
-    _merge(doc, rt.load(Path(overrides_file).read_text(encoding="utf-8")))
+    merge(doc, rt.load(Path(overrides_file).read_text(encoding="utf-8")))
     buf = io.StringIO()
     rt.dump(doc, buf)
     written = yaml.safe_load(buf.getvalue())
