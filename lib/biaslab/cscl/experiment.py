@@ -69,14 +69,10 @@ def run_method(method, value: float | None, rows: pd.DataFrame, views: Mapping[s
                                      learning_rate=train.head_learning_rate, seed=seed,
                                      val=(enc["val"], va["y"].to_numpy()), patience=train.patience or None,
                                      class_weights=weight)
-        pred = hd.predict_head(head, enc["test"])
         log["head"] = head_log
     else:
-        import torch
-
-        with torch.no_grad():  # the head where training left it (the GPU under common.device: cuda)
-            x = torch.as_tensor(enc["test"], device=next(model.head.parameters()).device)
-            pred = model.head(x).argmax(1).cpu().numpy()
+        head = model.head  # where training left it: the GPU under common.device: cuda
+    pred = hd.predict_head(head, enc["test"])
     out = {"scores": score(te, pred), "log": log, "pred": pred, "test_features": enc["test"]}
     if method.mode == "adversarial":  # do the discriminators read the group? (result columns adv_*)
         out["adversaries"] = {**ct.adversary_diagnostics(model, enc["test"], te["y"], te["a"]),

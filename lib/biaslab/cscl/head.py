@@ -78,7 +78,11 @@ def fit_head(features: np.ndarray, labels: np.ndarray, n_classes: int, *, hidden
 
 
 def predict_head(head, features: np.ndarray) -> np.ndarray:
+    """The class ``head`` predicts for each row of ``features``, computed on the device the head sits on (the GPU
+    where training left a model's own head under ``common.device: cuda``; the CPU for a head :func:`fit_head`
+    fitted) and returned as a NumPy array."""
     import torch
 
+    x = torch.as_tensor(features, dtype=torch.float32, device=next(head.parameters()).device)
     with torch.no_grad():
-        return head(torch.as_tensor(features, dtype=torch.float32)).argmax(1).numpy()
+        return head(x).argmax(1).cpu().numpy()
