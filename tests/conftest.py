@@ -14,6 +14,13 @@ import pytest
 # 28.3 s against 16.4 s with passive waiting (alone: 15.2 s). Set before torch loads, here and in every process the
 # tests start (the pipeline's kernels inherit it); it changes how threads wait, never what they compute.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# While the tiny pipeline builds, three processes compute at once (its two copies and the other worker's tests), and
+# torch's default of a thread per core in each puts three threads on every core: three concurrent tiny fairrank
+# trainings on 2 cores took 111 s with 2 threads each against 96 s with 1 (2026-12-03). Each gets a third of the
+# cores (at least one). Thread counts change no test's verdict: every comparison of bytes is between runs of this
+# one setting.
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # no affinity on macOS
+os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _CORES // 3)))
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))

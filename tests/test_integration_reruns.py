@@ -1,14 +1,13 @@
-"""The tiny pipeline (``tests/tiny_pipeline.py``) rerun, killed and broken, in a private copy: a rerun of an
-unchanged pipeline does nothing and a forced one writes the same bytes; the runner and atomic IO are no stage's
-dependency; a killed stage leaves nothing half written; papermill, the runner and DVC agree on a stage's result, and
-the plain runner without DVC or Jupyter writes the same bytes; bad
-parameters, an unavailable model and missing data fail clearly. Collected last (conftest), so on two pytest-xdist
-workers it runs beside ``test_integration.py`` once the other worker's unit tests are done."""
+"""The tiny pipeline (``tests/tiny_pipeline.py``) rerun and broken, in a private copy: a rerun of an unchanged
+pipeline does nothing and a forced one writes the same bytes; the runner and atomic IO are no stage's dependency;
+papermill, the runner and DVC agree on a stage's result; bad parameters, an unavailable model and missing data fail
+clearly. Collected last (conftest), so on two pytest-xdist workers it runs beside ``test_integration.py`` once the
+other worker's unit tests are done; that module kills a stage and runs one without DVC or Jupyter, on the original,
+after its other tests."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,73 +64,6 @@ def test_infrastructure_is_no_stage_dependency_and_computing_code_is(pipeline):
     assert "Running stage" not in dvc("repro").stdout
 
 
-# a training stage with a folder output (the saved model) at tiny size: ≈ 1 s start-up, then ≈ 8 s in the training
-# cell, its first ≈ 6 s importing torch and sentence-transformers — the kill below lands inside it. (fairrank_train@1 was used before: the same checks, 2.5× the rerun.)
-KILLED_STAGE = "intersect_train@indic-srk4-C1"
-
-
-KILL_AFTER_CPU_S = 8.5
-
-
-def test_a_stage_killed_while_training_leaves_nothing_partial_and_reruns_to_the_same_bytes(pipeline):
-    """SIGKILL to `dvc repro` and its notebook kernel while the kernel trains (after ``KILL_AFTER_CPU_S`` of its own
-    CPU time: past start-up and data loading, inside the training cell); no output may be half there, and the next
-    plain `dvc repro` completes with the bytes of the uninterrupted first run."""
-    import signal
-    import time
-
-    import psutil
-
-    root, dvc, _, _ = pipeline
-    killed_outputs = stage_decl.outs(KILLED_STAGE, root)
-    before = read_tree(root, *killed_outputs)
-    assert len(before) > len(killed_outputs)  # the files of the folder output (the model) are in it
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "dvc"), "repro", "--force", "--single-item",
-                             KILLED_STAGE], cwd=root, env=dvc.env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    def find_kernel():
-        """The stage's notebook kernel (a child of the runner), once it runs; children come and go — git, the
-        runner — so one that ends or turns zombie while being read is skipped."""
-        for child in psutil.Process(proc.pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                if "ipykernel" in " ".join(child.cmdline()):
-                    return child
-        return None
-
-    kernel = None
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            assert proc.poll() is None, "the stage finished before it could be killed"
-            assert time.monotonic() < deadline, "no kernel trained within 10 minutes"
-            if kernel is None:
-                kernel = find_kernel()
-            # CPU seconds into the training cell: the kernel spends ≈ 7 s importing torch and sentence-transformers
-            # (the cell's first lines), then ≈ 2–3 s training and saving — about 10–13 s of CPU in all
-            with contextlib.suppress(psutil.Error):
-                if kernel is not None and sum(kernel.cpu_times()[:2]) > KILL_AFTER_CPU_S:
-                    break
-            time.sleep(0.1)
-    finally:
-        # dvc and the runner (one process group) and the kernel (its own session, as jupyter_client starts it) at
-        # once: no cleanup code runs anywhere
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if kernel is not None:
-            with contextlib.suppress(psutil.Error):
-                kernel.kill()
-                kernel.wait(timeout=60)
-        proc.wait(timeout=60)  # reaped: DVC frees the lock of a process that no longer exists, not of a zombie
-    after_kill = read_tree(root, *killed_outputs)  # each output file is absent (DVC removed it to rerun) or whole
-    assert all(after_kill[f] == before[f] for f in after_kill), [f for f in after_kill if after_kill[f] != before[f]]
-    assert not set(after_kill) - set(before)
-    assert KILLED_STAGE in dvc("status").stdout
-    dvc("repro")
-    assert read_tree(root, *killed_outputs) == before
-    assert not [p for p in root.rglob(".*.tmp") if ".dvc" not in p.parts]
-    assert "Running stage" not in dvc("repro").stdout
-
-
 def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipeline):
     """A notebook run by hand (papermill -p, or `biaslab run --set`) with the values params.yaml holds writes the
     same tables as `dvc repro`; an override changes them, and the stage is then stale for DVC. The stage draws a
@@ -165,42 +97,6 @@ def test_papermill_and_the_runner_give_the_stage_result_for_the_same_values(pipe
     dvc("repro", "ragfair_pairs")
     assert table.read_bytes() == before
     assert "Running stage" not in dvc("repro").stdout  # the same bytes again: the training downstream stays current
-
-
-BLOCK_JUPYTER_AND_DVC = """import sys
-
-
-class Blocked:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {"dvc", "papermill", "jupytext", "nbformat", "nbclient", "ipykernel", "IPython"}:
-            raise ImportError(f"{name}: not installed on this machine (blocked by the test)")
-
-
-sys.meta_path.insert(0, Blocked())
-"""
-
-
-def test_a_stage_runs_plain_without_dvc_or_jupyter_to_the_same_bytes(pipeline):
-    """`biaslab run --plain` with the stages frozen beforehand (what a bare GPU image gets from
-    scripts/device_bundle.sh), where importing DVC, papermill, Jupytext, nbformat or IPython fails: a training stage
-    writes the bytes `dvc repro` wrote — the trained weights too — and DVC still calls it current."""
-    root, dvc, _, _ = pipeline
-    stage = "ragfair_train@lora_wiseft"
-    written = [o for o in stage_decl.outs(stage, root) if not o.endswith(".ipynb")]
-    before = read_tree(root, *written)
-    frozen = stage_decl.freeze(root.parent / "stages.json", root)
-    block = root.parent / "block"
-    block.mkdir(exist_ok=True)
-    (block / "sitecustomize.py").write_text(BLOCK_JUPYTER_AND_DVC)
-    env = tool_env(root, set_root=True, PYTHONPATH=str(block), BIASLAB_STAGES=str(frozen))
-    probe = subprocess.run([sys.executable, "-c", "import dvc"], env=env, capture_output=True, text=True)
-    assert "blocked by the test" in probe.stderr
-    proc = subprocess.run([sys.executable, "-m", "biaslab.run", "--plain", stage], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "plain: no executed notebook" in proc.stdout
-    assert read_tree(root, *written) == before
-    assert "Running stage" not in dvc("repro", stage).stdout
 
 
 @contextlib.contextmanager

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from biaslab import config, models
@@ -86,3 +88,49 @@ def test_loading_a_model_frees_the_dropped_ones():
     finally:
         if was:
             gc.enable()
+
+
+def test_a_gguf_model_needed_twice_at_once_is_dequantised_once(tmp_path, monkeypatch):
+    """Two users of one GGUF model at the same time (two stages, a stage and a test worker): the second waits on the
+    first's lock and takes its folder instead of converting again. Threads stand in for processes (``flock`` holds
+    between two opens of the lock file either way); a slow fake conversion makes them overlap."""
+    import dataclasses
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import transformers
+
+    monkeypatch.setenv("BIASLAB_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "package"
+    folder.mkdir()
+    (folder / "model.gguf").write_bytes(b"gguf")
+    monkeypatch.setitem(models.REGISTRY, "fake-lm", dataclasses.replace(models.REGISTRY["smollm2-135m-instruct"],
+                                                                        name="fake-lm", gguf_file="model.gguf"))
+    conversions = []
+
+    class Saved:
+        def __init__(self, file):
+            self.config, self.hf_quantizer, self.file = SimpleNamespace(), object(), file
+
+        def save_pretrained(self, out):
+            time.sleep(0.3)
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / self.file).write_text("weights")
+
+    def load_model(*args, **kwargs):
+        conversions.append(threading.get_ident())
+        return Saved("model.safetensors")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", load_model)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: Saved("tokenizer.json"))
+    found = []
+    workers = [threading.Thread(target=lambda: found.append(models.causal_lm_dir("fake-lm", folder, OFFLINE)))
+               for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(conversions) == 1 and found[0] == found[1]
+    assert (found[0] / "model.safetensors").read_text() == "weights"
+    assert not list(found[0].parent.glob("*.tmp*"))  # nothing half written is left beside it

@@ -1,8 +1,9 @@
 """The integration tests' tiny pipeline: the real DVC + papermill pipeline of all five papers and the bias cards on
 tiny parameters, in a temporary copy of the repository, built once per test session and shared by the two
-integration modules. ``test_integration.py`` reads it in place; ``test_integration_reruns.py`` reruns, kills and
-breaks stages of a private copy — on the other pytest-xdist worker once its unit tests are done (the conftest's
-collection order: the integration module first, the reruns module last)."""
+integration modules. ``test_integration.py`` reads it in place (its last tests kill a stage and rerun one, leaving it
+as built); ``test_integration_reruns.py`` reruns and breaks stages of a private copy — on the other pytest-xdist
+worker once its unit tests are done (the conftest's collection order: the integration module first, the reruns
+module last)."""
 
 from __future__ import annotations
 

@@ -196,7 +196,9 @@ def new_head_classifier(model_dir: str | os.PathLike, **kwargs):
 
 def causal_lm_dir(name: str, folder: Path, settings: Settings) -> Path:
     """A transformers-loadable folder for the causal LM ``name`` resolved to ``folder``: GGUF packages are
-    dequantised once and cached; anything else is returned as is."""
+    dequantised once and cached; anything else is returned as is. One process converts at a time: another that needs
+    the same model meanwhile (a second stage, a sweep job, a test worker) waits on a lock beside the folder, then
+    finds it, instead of dequantising it again on the same cores (SmolLM2: half a minute of one core)."""
     spec = REGISTRY.get(name)
     if spec is None or not spec.gguf_file or name in settings.local_dirs:
         return folder
@@ -206,24 +208,29 @@ def causal_lm_dir(name: str, folder: Path, settings: Settings) -> Path:
     target = cache_dir() / "models" / f"{name}-{key}"
     if (target / "model.safetensors").is_file():
         return target
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import fcntl
+    import shutil
 
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=spec.gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=spec.gguf_file, dtype=torch.float32)
-    # A dequantised model still carries the GGUF quantiser; drop it so save_pretrained writes plain weights.
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    (tmp / "biaslab_source.json").write_text(json.dumps({"gguf": gguf.name, "package": spec.package}))
-    if target.exists():  # another process finished first
-        import shutil
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (target / "model.safetensors").is_file():  # converted by the process that held the lock
+            return target
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        shutil.rmtree(tmp)
-    else:
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=spec.gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=spec.gguf_file, dtype=torch.float32)
+        # A dequantised model still carries the GGUF quantiser; drop it so save_pretrained writes plain weights.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / "biaslab_source.json").write_text(json.dumps({"gguf": gguf.name, "package": spec.package}))
+        if target.exists():  # a folder left without its weights (an older, interrupted version of this cache)
+            shutil.rmtree(target)
         os.replace(tmp, target)
     return target
 
