@@ -16,6 +16,7 @@ from fixtures import cscl_toy
 pytestmark = pytest.mark.slow
 
 TOY = cscl_toy()
+VIEWS = [[t + " indeed", t.upper()] for t in TOY["text"]]  # two augmented copies per toy row
 
 
 def tokenizer():
@@ -50,11 +51,24 @@ def test_ce_learns_the_toy_task_and_is_seeded():
                                               schedule="alternating")])
 def test_every_objective_trains(obj):
     tok = tokenizer()
-    views = [[t + " indeed", t.upper()] for t in TOY["text"]]
     m = model(obj)
-    log = ct.fit(m, tok, TOY, val=TOY.iloc[:4], patience=1, views=views, epochs=2, batch_size=4,
+    log = ct.fit(m, tok, TOY, val=TOY.iloc[:4], patience=1, views=VIEWS, epochs=2, batch_size=4,
                  learning_rate=5e-4, head_learning_rate=1e-3, max_length=16, seed=0, device="cpu")
     assert np.isfinite(log["train_loss"]) and log["epochs_run"] >= 1
+
+
+def test_two_temperatures_train_two_encoders():
+    """cscl_sensitivity's τ = 1 and τ = 2 at λ = 0 give the same test predictions (docs/cscl.md): τ must still reach
+    the training, so their losses and encoders differ."""
+    tok = tokenizer()
+    runs = []
+    for tau in (1.0, 2.0):
+        m = model(ct.Objective("contrastive", lam=0.0, temperature=tau))
+        log = ct.fit(m, tok, TOY, views=VIEWS, epochs=1, batch_size=4, learning_rate=5e-4, head_learning_rate=1e-3,
+                     max_length=16, seed=0, device="cpu", patience=None)
+        runs.append((log["loss_per_epoch"], ct.encode(m, tok, TOY["text"].tolist(), max_length=16, batch_size=8)))
+    assert runs[0][0] != runs[1][0]
+    assert np.abs(runs[0][1] - runs[1][1]).max() > 1e-4
 
 
 def test_the_loss_is_the_objectives_formula():

@@ -77,6 +77,11 @@ def test_gender_term_gap():
     t = terms()
     got = metrics.gender_term_gap({"q": ["doc-a", "x3"]}, t, cutoff=10)["q"]
     assert got == pytest.approx((100 * 2 / 4 + 0) / 2)
+    # a mean over the top k: a ranker that only reorders them keeps it (ARaB, rank-weighted, moves), which is why
+    # fairrank's regularised rankers share the base's GenderTerms@10 on dl19_fair (docs/fairrank.md)
+    one, two = {"q": ["doc-a", "D_2", "x3"]}, {"q": ["x3", "D_2", "doc-a"]}
+    assert metrics.gender_term_gap(one, t, cutoff=3) == metrics.gender_term_gap(two, t, cutoff=3)
+    assert metrics.arab(one, t, cutoff=3, kind="tc") != metrics.arab(two, t, cutoff=3, kind="tc")
 
 
 def test_mrr_sorts_by_score_not_file_order():
