@@ -33,6 +33,7 @@ def fake_project(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_an_unlisted_import_is_reported_and_write_fixes_it(tmp_path):
     root = fake_project(tmp_path)
     nb = root / "notebooks" / "ragfair" / "02_bbq.py"
@@ -58,6 +59,7 @@ def test_a_module_listed_but_not_run_is_reported(tmp_path):
         deps.problems("ragfair_bbq", root))
 
 
+@pytest.mark.slow
 def test_package_data_a_module_reads_is_a_dependency(tmp_path):
     """fetch reads the data manifest shipped in the package: dropping it from the stage's deps is reported (a new
     reader module beside fetch must not turn the data folder into a dependency that hides the manifest)."""

@@ -53,6 +53,7 @@ def test_only_the_bert_mean_pooling_family_is_claimed(tmp_path):
         NumpyBert(folder, 128)
 
 
+@pytest.mark.slow
 def test_the_index_is_saved_by_model_and_corpus_and_a_warm_call_needs_no_torch(tmp_path, monkeypatch):
     monkeypatch.setenv("BIASLAB_CACHE_DIR", str(tmp_path / "cache"))
     ref = reference(tmp_path)

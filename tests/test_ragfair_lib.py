@@ -468,6 +468,7 @@ def state(folder):
     return load_file(str(next(Path(folder).glob("model.safetensors"))))
 
 
+@pytest.mark.slow
 def test_the_fairness_term_has_a_gradient_and_alpha_changes_the_checkpoint(tmp_path, fresh_minilm):
     """α = 0 and α > 0 must train different weights: the fairness term is not detached or zeroed. It is, however,
     small next to NT-Xent at the start of training — the measured reason the α = 0 control and the full framework

@@ -75,6 +75,7 @@ def toy(tmp_path, monkeypatch):
     return dvc_grid.make(tmp_path, monkeypatch), cfg
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["local", "debug"])
 def test_a_sweep_runs_members_as_jobs_commits_them_and_reruns_only_what_is_stale(toy, executor):
     root, cfg = toy
@@ -92,6 +93,7 @@ def test_a_sweep_runs_members_as_jobs_commits_them_and_reruns_only_what_is_stale
     assert "up to date" in dvc_grid.status(root)  # same bytes: the collecting stage stays current
 
 
+@pytest.mark.slow
 def test_a_failed_member_is_named_and_the_others_are_kept(toy):
     root, cfg = toy
     (root / "fail").write_text("2")
