@@ -238,7 +238,7 @@ def test_classifier_and_ranker_rows_average_over_seeds_and_queries():
     assert rows.loc["cscl/t/ce", "eo_gap"] == pytest.approx(0.3)
     assert rows.loc["cscl/t/two_stage@5", "eo_gap"] == pytest.approx(0.2)
     assert (rows["kind"] == "classifier").all() and rows["not_measured"].str.contains("not models").all()
-    pq = pd.DataFrame({"ranker": ["bm25"] * 4, "query_set": ["dl19_fair"] * 2 + ["dl19"] * 2,
+    pq = pd.DataFrame({"ranker": ["bm25"] * 4, "query_set": ["dl19_fair"] * 2 + ["trecdl"] * 2,
                        "qid": ["1", "2", "1", "3"], "measure": "NFaiRR@10", "value": [0.8, 1.0, 0.0, 0.0]})
     r = measure.ranker_rows(pq, "dl19_fair", ["NFaiRR@10"]).set_index("checkpoint")
     assert r.loc["fairrank/bm25", "rank:NFaiRR@10"] == pytest.approx(0.9)

@@ -5,6 +5,7 @@ the penalty moves the weights only through Ψ, the adversary and the sampling ch
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -119,6 +120,97 @@ def test_judged_pairs_and_negatives():
     assert len(s) == 2 and set(s["qid"]) == {"1", "2"}  # spread over queries
     with pytest.raises(ValueError, match="disjoint"):
         prepare.check_disjoint(["1", "3"], ["3"])
+
+
+def _year(qids, docs):
+    """One TREC DL year's candidates, qrels and topics: per query, a relevant, a judged non-relevant and an unjudged
+    passage."""
+    cand = pd.DataFrame({"qid": [q for q in qids for _ in range(3)], "docid": [f"{q}{d}" for q in qids for d in docs],
+                         "rank": [1, 2, 3] * len(qids), "bm25": [3.0, 2.0, 1.0] * len(qids),
+                         "text": [f"{d} he said" for q in qids for d in docs]})
+    qrels = pd.DataFrame({"qid": [q for q in qids for _ in range(2)],
+                          "docid": [f"{q}{d}" for q in qids for d in docs[:2]], "relevance": [2, 0] * len(qids)})
+    return cand, qrels, pd.DataFrame({"qid": qids, "query": [f"query {q}" for q in qids]})
+
+
+def test_each_fold_trains_on_one_year_and_evaluates_the_other():
+    years = {"dl19": _year(["1", "2"], "abc"), "dl20": _year(["7", "8", "9"], "xyz")}
+    cand, qrels, topics = ({y: v[i] for y, v in years.items()} for i in range(3))
+    judged = {y: sorted(topics[y]["qid"]) for y in years}
+    words = pd.DataFrame({"word": ["he", "she"], "gender": ["m", "f"]})
+    toy = pd.DataFrame({"query": ["t"], "positive": ["good"], "negative": ["bad"]})
+
+    def build(folds, toy=toy):
+        return prepare.build_folds(cand, qrels, topics, judged, folds, relevance=2, negatives="judged", max_pairs=0,
+                                   seed=0, toy=toy, wordlists=(words, words), neutrality_threshold=1.0)
+
+    F, terms = build([["dl20", "dl19"], ["dl19", "dl20"]])
+    assert list(F.pairs.columns) == ["fold", "qid", "query", "pos", "neg"]
+    real = F.pairs[~F.pairs["qid"].str.startswith("toy:")]
+    assert real.groupby("fold")["qid"].apply(set).to_dict() == {"dl19": {"7", "8", "9"}, "dl20": {"1", "2"}}
+    assert F.lists.groupby("fold")["qid"].apply(set).to_dict() == {"dl19": {"1", "2"}, "dl20": {"7", "8", "9"}}
+    assert F.qrels.groupby("fold")["qid"].apply(set).to_dict() == {"dl19": {"1", "2"}, "dl20": {"7", "8", "9"}}
+    assert F.pairs.groupby("fold")["qid"].apply(lambda q: q.str.startswith("toy:").sum()).tolist() == [1, 1]
+    assert F.available["dl20"] == {"train": "dl19", "pairs": 2, "queries": 2}
+    assert set(terms["docid"]) == set(F.docs["docid"]) and len(F.docs) == 15 + 2
+    # a fold's data does not depend on the other fold: one fold alone gives the same rows
+    one, _ = build([["dl20", "dl19"]])
+    assert one.pairs.equals(F.pairs[F.pairs["fold"] == "dl19"]) and one.lists.equals(F.lists[F.lists["fold"] == "dl19"])
+    assert prepare.fold_of(F.pool, "dl20").columns.tolist() == ["qid", "query", "docid"]
+    sizes = prepare.fold_sizes(F, ["1"], 30).set_index(["fold", "what"])["ours"]
+    assert sizes[("dl20", "evaluation queries (dl20, in trecdl)")] == 3
+    assert sizes[("dl19", "training pairs (DL20 judged, sampled)")] == 3
+    with pytest.raises(ValueError, match="disjoint"):
+        prepare.build_folds(cand, qrels, {**topics, "dl20": topics["dl19"]}, {**judged, "dl20": ["1"]},
+                            [["dl20", "dl19"], ["dl19", "dl20"]], relevance=2, negatives="judged", max_pairs=0,
+                            seed=0, toy=None, wordlists=(words, words), neutrality_threshold=1.0)
+
+
+def test_a_fold_is_two_different_years_each_evaluated_once():
+    from biaslab.fairrank.config import FairrankData
+
+    ok = {"relevance": 2, "negatives": "judged", "max_pairs": 0, "toy_triples": False, "rerank_depth": 30}
+    assert FairrankData(**ok, folds=[["dl20", "dl19"]]).folds == [["dl20", "dl19"]]
+    for bad, match in (([["dl19", "dl19"]], "not a fold"), ([["dl20"]], "not a fold"),
+                       ([["dl20", "dl19"], ["dl20", "dl19"]], "evaluate a year twice"), ([["dl20", "dl21"]], "dl21")):
+        with pytest.raises(ValueError, match=match):
+            FairrankData(**ok, folds=bad)
+
+
+def test_every_fold_trains_its_own_rankers_on_its_own_rows(monkeypatch):
+    from biaslab.fairrank import runs
+
+    calls = []
+
+    def fake(*args, pairs, lists, pool, runs_dir, **kw):
+        calls.append((sorted(set(pairs["qid"])), sorted(set(lists["qid"])), sorted(set(pool["qid"])), runs_dir))
+        return (lists.assign(ranker="r", seed=kw["seed"], split="eval", score=1.0)[
+            ["ranker", "seed", "split", "qid", "docid", "score"]], pd.DataFrame({"ranker": ["r"], "seed": [0]}))
+
+    monkeypatch.setattr(runs, "train_fold", fake)
+    pairs = pd.DataFrame({"fold": ["a", "b"], "qid": ["2", "1"], "query": "q", "pos": "p", "neg": "n"})
+    lists = pd.DataFrame({"fold": ["a", "b", "b"], "qid": ["1", "2", "2"], "docid": ["x", "y", "z"]})
+    pool = pd.DataFrame({"fold": ["b"], "qid": ["1"], "query": ["q"], "docid": ["w"]})
+    scores, log = runs.train_seed([], {}, None, {}, {}, psi_mode="abs", zeta_pos="one", pairs=pairs, lists=lists,
+                                  terms=None, pool=pool, texts={}, seed=3, device="cpu", runs_dir=Path("r"))
+    assert calls == [(["2"], ["1"], [], Path("r/a")), (["1"], ["2"], ["1"], Path("r/b"))]
+    assert scores.columns.tolist() == ["fold", "ranker", "seed", "split", "qid", "docid", "score"]
+    assert scores.groupby("fold")["qid"].apply(set).to_dict() == {"a": {"1"}, "b": {"2"}}
+    assert log["fold"].tolist() == ["a", "b"]
+
+
+def test_the_mitigation_table_keeps_each_folds_training_passages_apart():
+    from biaslab.fairrank import findings
+
+    # the toy triples train in both folds under the same query id: each fold's rankers score them separately
+    pairs = pd.DataFrame({"fold": ["a", "b"], "qid": ["toy:q0"] * 2, "query": "q", "pos": ["d"] * 2, "neg": ["e"] * 2})
+    terms = pd.DataFrame({"docid": ["d", "e"], "def_f": [2, 0], "def_m": [0, 0]})
+    scores = pd.DataFrame({"fold": ["a", "a", "b", "b"], "ranker": ["base", "pen"] * 2, "seed": 0, "split": "train",
+                           "qid": "toy:q0", "docid": "d", "score": [0.5, 0.1, 0.9, 0.2]})
+    out = findings.mitigation_table(scores, terms, pairs, base="base", penalised="pen", psi_mode="signed")
+    assert out[["fold", "base", "penalised"]].values.tolist() == [
+        ["a", pytest.approx(np.tanh(0.5)), pytest.approx(np.tanh(0.1))],
+        ["b", pytest.approx(np.tanh(0.9)), pytest.approx(np.tanh(0.2))]]
 
 
 def test_lws_swaps_negatives_for_the_most_biased_candidates():

@@ -203,7 +203,7 @@ def test_fairrank_outputs_are_sane(pipeline):
     pq = pd.read_csv(root / "reports/fairrank/results/per_query.csv", dtype={"qid": str})
     assert list(pq.columns) == ["ranker", "query_set", "qid", "measure", "value"]
     assert not pq.duplicated(["ranker", "query_set", "qid", "measure"]).any()
-    assert pq.groupby("query_set")["qid"].nunique().to_dict() == {"dl19": 43, "dl19_fair": 30}
+    assert pq.groupby("query_set")["qid"].nunique().to_dict() == {"trecdl": 43, "dl19_fair": 30}
     names = {"MRR@10", "nDCG@10", "ARaB-tc@10", "ARaB-tc@20", "ARaB-tf@10", "ARaB-tf@20", "ARaB-bool@10", "ARaB-bool@20",
              "NFaiRR@10", "NFaiRR@20"}
     assert names <= set(pq["measure"])
@@ -211,7 +211,7 @@ def test_fairrank_outputs_are_sane(pipeline):
     mrr = pq[pq["measure"] == "MRR@10"].groupby("ranker")["value"].mean()
     assert 0.5 < mrr["bm25"] < 0.9  # BM25 on DL19 at grade >= 2
     # different rankers give different rankings (identical numbers would be a bug)
-    means = pq[pq["query_set"] == "dl19"].groupby(["ranker", "measure"])["value"].mean().unstack()
+    means = pq[pq["query_set"] == "trecdl"].groupby(["ranker", "measure"])["value"].mean().unstack()
     assert not means.duplicated().any()
 
     claims = cl.read(root / "reports/fairrank/results/claims.csv")

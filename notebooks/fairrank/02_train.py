@@ -13,13 +13,14 @@
 # %% [markdown]
 # # fairrank — every ranker at every λ, one seed (Seyedsalehi et al., §3.3, §4.3, App. A)
 #
-# One run per seed of `fairrank.seeds` (the paper averages five). For each backbone and each ranker of
-# `fairrank.rankers`: the ranker (`fairrank.train.family`: the dense bi-encoder, or the cross-encoder) trained with
-# its loss — the base pairwise hinge on tanh scores (eq. 12), the six penalty / reward scenarios (eqs. 17, 24), the
-# pointwise variants (App. A, eqs. 29, 31) — or a baseline (LWS: bias-aware negatives; AdvBERT: an adversary on the
-# pooled state behind gradient reversal), then its scores for every DL19 passage it re-ranks and for its training
-# passages (`biaslab.fairrank.runs`). With `fairrank.train.trainable_layers` below the encoder's depth only the top
-# layers train, on the frozen states the data stage saved.
+# One run per seed of `fairrank.seeds` (the paper averages five), in each fold of `fairrank.data.folds` (train on
+# one TREC DL year, re-rank the other's queries). For each backbone and each ranker of `fairrank.rankers`: the
+# ranker (`fairrank.train.family`: the dense bi-encoder, or the cross-encoder) trained with its loss — the base
+# pairwise hinge on tanh scores (eq. 12), the six penalty / reward scenarios (eqs. 17, 24), the pointwise variants
+# (App. A, eqs. 29, 31) — or a baseline (LWS: bias-aware negatives; AdvBERT: an adversary on the pooled state behind
+# gradient reversal), then its scores for every passage of its fold it re-ranks and for its training passages
+# (`biaslab.fairrank.runs`). With `fairrank.train.trainable_layers` below the encoder's depth only the top layers
+# train, on the frozen states the data stage saved.
 
 # %%
 import pandas as pd

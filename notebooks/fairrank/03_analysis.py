@@ -13,7 +13,7 @@
 # %% [markdown]
 # # fairrank — bias and effectiveness of every ranker, Tables 1–4, Figs. 1–2 and the claims (§4.3)
 #
-# Every ranker's DL19 run is measured per query: MRR@10 (ir-measures, sorted by score), ARaB-TC / TF / Bool and
+# Every ranker's run on the queries of its fold (`fairrank.data.folds`) is measured per query: MRR@10 (ir-measures, sorted by score), ARaB-TC / TF / Bool and
 # NFaiRR at 10 and 20, and a gendered-term gap (the paper's LIWC measure with a public word list — not LIWC).
 # BM25 (its given top-100 order) is a ranker beside the trained ones. A trained ranker's per-query value is its mean
 # over seeds; changes vs the base ranker are paired over queries (bootstrap interval, sign-flip p-value), and the
@@ -57,15 +57,15 @@ ROOT = repo_root()
 DATA = ROOT / "data/processed/fairrank"
 OUT = ROOT / "reports/fairrank/results"
 plots.set_style()
-lists = pd.read_parquet(DATA / "lists.parquet")
+lists = pd.read_parquet(DATA / "lists.parquet").drop(columns="fold")  # qids are the fold's evaluated year's
 terms = pd.read_parquet(DATA / "terms.parquet")
-qrels = pd.read_parquet(DATA / "qrels.parquet")
+qrels = pd.read_parquet(DATA / "qrels.parquet").drop(columns="fold")
 queries = pd.read_parquet(DATA / "queries.parquet")
 query_sets = {qs: g["qid"].tolist() for qs, g in queries.groupby("query_set", sort=False)}
 background = {q: g["docid"].tolist() for q, g in lists.groupby("qid")}
 scores = pd.concat([pd.read_parquet(DATA / "scores" / f"seed{s}.parquet") for s in C.seeds], ignore_index=True)
 train_scores = scores[scores["split"] == "train"]
-scores = scores[scores["split"] == "eval"].drop(columns="split")
+scores = scores[scores["split"] == "eval"].drop(columns=["split", "fold"])
 runs = pd.concat([findings.bm25_run(lists).assign(ranker="bm25", seed=-1), scores], ignore_index=True)
 per_seed = findings.measure_runs(runs, qrels, terms, query_sets, background, cutoffs=E.cutoffs,
                                  mrr_cutoff=E.mrr_cutoff, relevance=C.data.relevance)

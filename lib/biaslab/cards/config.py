@@ -16,7 +16,7 @@ class Cards(Section):
     base_models: list[str] = Field(min_length=1)  # registry names: the untouched encoders every card compares with
     papers: list[Literal["ragfair", "intersect", "ragcontrol"]]  # whose trained encoders (data/models/<paper>/*)
     embedder_tasks: list[Literal["GenderBias-QA", "PoliticBias-QA"]]  # ragcontrol's embedder bias (§3) per task
-    rank_query_set: Literal["dl19", "dl19_fair"]  # fairrank's queries for the bi-encoder re-ranking measures
+    rank_query_set: Literal["trecdl", "dl19_fair"]  # fairrank's queries for the bi-encoder re-ranking measures
     rank_measures: list[str] = Field(min_length=1)  # fairrank measure names, e.g. ARaB-tc@10, NFaiRR@10, MRR@10
     moved_top: int = Field(gt=0)  # checkpoints listed per measure in moved.csv (the largest reductions)
     max_seq_length: int = Field(gt=0)  # one truncation for every encoder measured (tokens)

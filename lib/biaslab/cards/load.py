@@ -33,7 +33,7 @@ def load_probes(root: Path, P) -> Probes:
     bbq_rows, seat_tests, card_args = evaluation_setup(pd.read_parquet(need["ragfair_bbq"]), P, root)
     fr = root / "data/processed/fairrank"
     queries = pd.read_parquet(fr / "queries.parquet")
-    lists = pd.read_parquet(fr / "lists.parquet")
+    lists = pd.read_parquet(fr / "lists.parquet").drop(columns="fold")
     tasks_dir = root / "data/processed/ragcontrol/tasks"
     return Probes(
         bbq_rows=bbq_rows, seat_tests=seat_tests, card_args=card_args,  # as ragfair_evaluate measures its own
@@ -44,7 +44,8 @@ def load_probes(root: Path, P) -> Probes:
         rank_lists=rank_lists(lists[(lists["rank"] <= P.fairrank.data.rerank_depth)
                                     & lists["qid"].isin(queries.loc[queries["query_set"] == P.cards.rank_query_set,
                                                                     "qid"])], pd.read_parquet(fr / "docs.parquet")),
-        rank_args={"qrels": pd.read_parquet(fr / "qrels.parquet"), "terms": pd.read_parquet(fr / "terms.parquet"),
+        rank_args={"qrels": pd.read_parquet(fr / "qrels.parquet").drop(columns="fold"),
+                   "terms": pd.read_parquet(fr / "terms.parquet"),
                    "query_set": P.cards.rank_query_set,
                    "qids": queries.loc[queries["query_set"] == P.cards.rank_query_set, "qid"].tolist(),
                    "background": {q: g["docid"].tolist() for q, g in lists.groupby("qid")},

@@ -18,6 +18,21 @@ class FairrankData(Section):
     max_pairs: int = Field(ge=0)  # seeded (q, d+, d-) sample spread over the training queries; 0 = all
     toy_triples: bool  # add the 100 MS MARCO training triples
     rerank_depth: int = Field(gt=0, le=100)  # re-rank each evaluation query's BM25 top-k (paper setting: 100)
+    # (training year, evaluated year) per fold; the evaluated years' queries are pooled (biaslab.fairrank.prepare)
+    folds: list[list[Literal["dl19", "dl20"]]] = Field(min_length=1)
+
+    @field_validator("folds")
+    @classmethod
+    def _folds(cls, v):
+        for fold in v:
+            if len(fold) != 2 or fold[0] == fold[1]:
+                raise ValueError(f"fairrank.data.folds: {fold} is not a fold; a fold is [training year, evaluated "
+                                 "year], two different years, e.g. [dl20, dl19]")
+        years = [e for _, e in v]
+        if len(set(years)) < len(years):
+            raise ValueError(f"fairrank.data.folds evaluate a year twice ({years}): each evaluated year's queries "
+                             "are measured once")
+        return v
 
 
 class FairrankTrain(Section):

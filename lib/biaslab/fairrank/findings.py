@@ -97,9 +97,10 @@ def change(pq: pd.DataFrame, ranker: str, reference: str, query_set: str, measur
             "significant": bool(est.p_value is not None and est.p_value < 1 - confidence)}
 
 
-# Our query sets and the paper's columns: Table 1 is the 215 socially sensitive queries, Table 2 the 1,765 neutral ones.
+# Our query sets and the paper's columns: Table 1 is the 215 socially sensitive queries, Table 2 the 1,765 neutral ones
+# (ours: every evaluated TREC DL query, both folds pooled).
 PAPER_TABLES = {"dl19_fair": ("fairrank/results/table1.csv", "215 queries"),
-                "dl19": ("fairrank/results/table2.csv", "1,765 queries")}
+                "trecdl": ("fairrank/results/table2.csv", "1,765 queries")}
 BOUNDED = {"NFaiRR": (0.0, 1.0), "MRR": (0.0, 1.0), "nDCG": (0.0, 1.0)}  # a change cannot leave these ranges
 
 
@@ -134,19 +135,19 @@ def _effect(pct: float | None, base: float, measure: str) -> tuple[float | None,
 
 def competence(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], values: Mapping, *, base: str,
                pen_rel: str, mrr_name: str, ndcg_name: str, cutoff: int, level: float) -> pd.DataFrame:
-    """fairrank's competence table (``competence.csv``): the base ranker beats the BM25 order it re-ranks on DL19
-    (MRR@10 and nDCG@10, paired t interval over queries above 0), and on each query set the paper's ARaB-TC change
-    (Tables 1–2, penalty on relevant documents), taken at our base ranker's ARaB, is at least the smallest change our
-    queries detect (the MDE of the paired ARaB difference at 80 % power)."""
+    """fairrank's competence table (``competence.csv``): the base ranker beats the BM25 order it re-ranks on every
+    evaluated query (``trecdl``; MRR@10 and nDCG@10, paired t interval over queries above 0), and on each query set
+    the paper's ARaB-TC change (Tables 1–2, penalty on relevant documents), taken at our base ranker's ARaB, is at
+    least the smallest change our queries detect (the MDE of the paired ARaB difference at 80 % power)."""
     from .. import competence as comp
     from ..stats import mde
 
     rows = []
     for m in (mrr_name, ndcg_name):
-        q = query_sets["dl19"]
-        rows.append(comp.beats(f"base ranker beats BM25 ({m}, dl19)", f"{m}: base − BM25",
-                               cl.Evidence.paired(_vector(pq, base, "dl19", m, q), _vector(pq, "bm25", "dl19", m, q),
-                                                  "queries"), level=level))
+        q = query_sets["trecdl"]
+        rows.append(comp.beats(f"base ranker beats BM25 ({m}, trecdl)", f"{m}: base − BM25",
+                               cl.Evidence.paired(_vector(pq, base, "trecdl", m, q),
+                                                  _vector(pq, "bm25", "trecdl", m, q), "queries"), level=level))
     arab = f"ARaB-tc@{cutoff}"
     for qs, qids in query_sets.items():
         pct = paper_changes(values, qs, cutoff).get((ranker_id("penalty_relevant", 1.0), arab))
@@ -182,7 +183,7 @@ def claims(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], values: Ma
                              "–" if pct is None else f"{pct:+.1f}%", ev(ranker, base, m), direction=direction,
                              paper_effect=eff, untestable=why, requires=check)
 
-        bm25 = tuple(f"base ranker beats BM25 ({m}, dl19)" for m in (mrr_name, mrr_name.replace("MRR", "nDCG")))
+        bm25 = tuple(f"base ranker beats BM25 ({m}, trecdl)" for m in (mrr_name, mrr_name.replace("MRR", "nDCG")))
         measurable = (*bm25, f"paper's {arab} change is measurable ({qs})")
         out.append(table_row(f"penalising biased relevant documents lowers {arab} vs the base ranker", pen_rel,
                              "penalty_relevant", arab, -1, measurable))
@@ -216,17 +217,18 @@ def claims(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], values: Ma
 
 def mitigation_table(train_scores: pd.DataFrame, terms: pd.DataFrame, pairs: pd.DataFrame, *, base: str,
                      penalised: str, psi_mode: str) -> pd.DataFrame:
-    """The training positives the penalty on relevant documents acts on (Ψ > 0 under ``psi_mode``) with tanh Φ of
-    the ``base`` and the ``penalised`` ranker, each the mean over seeds (``mitigation.csv``): the input of
-    :func:`mitigation_check`."""
+    """The training positives the penalty on relevant documents acts on (Ψ > 0 under ``psi_mode``), per fold, with
+    tanh Φ of the ``base`` and the ``penalised`` ranker of that fold, each the mean over seeds (``mitigation.csv``):
+    the input of :func:`mitigation_check`. ``train_scores`` and ``pairs`` carry ``fold``
+    (:class:`biaslab.fairrank.prepare.Folds`)."""
     from .bias import lookup, psi
 
-    pos = pairs.drop_duplicates(["qid", "pos"])[["qid", "pos"]].rename(columns={"pos": "docid"})
+    keys = ["fold", "qid", "docid"]
+    pos = pairs.drop_duplicates(["fold", "qid", "pos"])[["fold", "qid", "pos"]].rename(columns={"pos": "docid"})
     docids = pos["docid"].tolist()
     pos = pos[psi(lookup(terms, docids, "def_f"), lookup(terms, docids, "def_m"), psi_mode) > 0].reset_index(drop=True)
-    s = train_scores.assign(t=np.tanh(train_scores["score"].astype(np.float64))).groupby(
-        ["ranker", "qid", "docid"])["t"].mean()
-    idx = pd.MultiIndex.from_frame(pos[["qid", "docid"]])
+    s = train_scores.assign(t=np.tanh(train_scores["score"].astype(np.float64))).groupby(["ranker", *keys])["t"].mean()
+    idx = pd.MultiIndex.from_frame(pos[keys])
     return pos.assign(base=s.loc[base].reindex(idx).to_numpy(), penalised=s.loc[penalised].reindex(idx).to_numpy(),
                       base_ranker=base, penalised_ranker=penalised)
 

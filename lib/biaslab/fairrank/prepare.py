@@ -1,28 +1,36 @@
 """fairrank's offline data: training pairs, the re-ranking lists, the query sets (what replaces what, §4.2).
 
 The paper trains on 3M MS MARCO pairs and evaluates on MS MARCO dev queries (1,765 gender-neutral, 215 socially
-sensitive); the collection is not here. Offline, from real data:
+sensitive); the collection is not here. Offline, from real data, in folds of the two TREC DL passage years
+(``fairrank.data.folds``, :func:`build_folds`; default: train on DL20 and re-rank DL19, train on DL19 and re-rank
+DL20):
 
-* **training** — the judged passages of TREC DL20's BM25 top-100 lists (54 queries, NIST grades): every
+* **training** — the judged passages of the training year's BM25 top-100 lists (NIST grades): every
   (relevant, non-relevant) pair of a query, relevant = grade ≥ ``relevance`` (2 on DL passages), non-relevant =
   judged grade 0 (``negatives: judged``) or, in addition, the unjudged candidates (``judged+unjudged``, MS MARCO's
   own convention of sampling negatives from BM25); a seeded sample of ``max_pairs`` (0 = all), spread evenly over
   queries; plus, optionally, the 100 MS MARCO training triples (``toy_triples``). The pointwise rankers read the
   same passages as (q, d, y) rows.
-* **evaluation** — re-ranking each TREC DL19 query's BM25 top-100 (43 queries; ``dl19``) and the 30 of them that
-  Rekabsaz et al. (2021) annotated as fairness-sensitive (``dl19_fair``, the analogue of the paper's 215 socially
-  sensitive MS MARCO queries). The background of NFaiRR is each query's BM25 top-100.
+* **evaluation** — re-ranking each judged query of the evaluated year's BM25 top-100 by the rankers of its fold;
+  every evaluated query pooled (``trecdl``: DL19's 43 and DL20's 54 by default; DL19's alone measure too little for
+  the base ranker to clear its BM25 floor, docs/fairrank.md), and the 30 DL19 queries Rekabsaz et al. (2021)
+  annotated as fairness-sensitive (``dl19_fair``, the analogue of the paper's 215 socially sensitive MS MARCO
+  queries). The background of NFaiRR is each query's BM25 top-100.
 
 Passages are identified by their MS MARCO pid; the toy triples carry text only and get ``toy:<hash>`` ids.
-A training query never appears among the evaluation queries (DL19 and DL20 are disjoint; checked).
+A fold never evaluates a query it trains on (DL19 and DL20 are disjoint; checked).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+
+from .bias import document_terms
 
 NEGATIVES = ("judged", "judged+unjudged")
 
@@ -91,6 +99,80 @@ def eval_lists(cand: pd.DataFrame, topics: pd.DataFrame, qids: list[str]) -> pd.
     if missing:
         raise ValueError(f"evaluation queries {missing[:5]} have no BM25 candidates")
     return out[["qid", "query", "docid", "rank", "bm25"]].reset_index(drop=True)
+
+
+class Folds(NamedTuple):
+    """fairrank's data in folds (:func:`build_folds`); every frame but ``docs`` has a ``fold`` column, the evaluated
+    year of the fold it belongs to."""
+
+    pairs: pd.DataFrame  # fold, qid, query, pos, neg: training pairs (+ the toy triples in every fold)
+    pool: pd.DataFrame  # fold, qid, query, docid: LWS's biased negatives of the training queries
+    lists: pd.DataFrame  # fold, qid, query, docid, rank, bm25: the evaluated queries' BM25 top-100
+    qrels: pd.DataFrame  # fold, qid, docid, relevance: of the evaluated queries
+    docs: pd.DataFrame  # docid, text: every passage of both years (+ the toy triples)
+    available: dict[str, dict]  # evaluated year -> its training year, the judged pairs and queries it samples from
+
+
+def build_folds(cand: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame],
+                topics: Mapping[str, pd.DataFrame], judged: Mapping[str, list[str]], folds, *, relevance: int,
+                negatives: str, max_pairs: int, seed: int, toy: pd.DataFrame | None,
+                wordlists: tuple[pd.DataFrame, pd.DataFrame],
+                neutrality_threshold: float) -> tuple[Folds, pd.DataFrame]:
+    """(the data of every ``(training year, evaluated year)`` fold, every passage's bias terms): per year, the BM25
+    candidates ``cand``, ``qrels``, ``topics`` and ``judged`` queries (:mod:`biaslab.data.trec_dl`); ``toy`` the MS
+    MARCO triples or None; ``wordlists`` the (gender-specific, representative) words of
+    :func:`biaslab.fairrank.bias.document_terms`.
+    Each fold samples its pairs with the same ``seed``, so a fold's data does not depend on the others."""
+    toy_p, toy_d = toy_pairs(toy) if toy is not None else (None, None)
+    docs = pd.concat([*(cand[y][["docid", "text"]] for y in cand), toy_d])
+    docs = docs.drop_duplicates("docid").reset_index(drop=True)
+    terms = document_terms(docs, *wordlists, neutrality_threshold=neutrality_threshold)
+    parts: dict[str, list] = {k: [] for k in ("pairs", "pool", "lists", "qrels")}
+    available = {}
+    for train, evaluated in folds:
+        every = judged_pairs(cand[train], qrels[train], topics[train], relevance=relevance, negatives=negatives)
+        available[evaluated] = {"train": train, "pairs": len(every), "queries": cand[train]["qid"].nunique()}
+        pairs = sample_pairs(every, max_pairs, seed)
+        if toy_p is not None:
+            pairs = pd.concat([pairs, toy_p], ignore_index=True)
+        qids = judged[evaluated]
+        check_disjoint(pairs["qid"], qids)
+        parts["pairs"].append(pairs.assign(fold=evaluated))
+        parts["pool"].append(biased_negatives(cand[train], qrels[train], topics[train], terms, pairs["qid"].unique(),
+                                              relevance=relevance, negatives=negatives).assign(fold=evaluated))
+        parts["lists"].append(eval_lists(cand[evaluated], topics[evaluated], qids).assign(fold=evaluated))
+        parts["qrels"].append(qrels[evaluated][qrels[evaluated]["qid"].isin(set(qids))].assign(fold=evaluated))
+    out = {k: pd.concat(v, ignore_index=True) for k, v in parts.items()}
+    out = {k: v[["fold", *(c for c in v.columns if c != "fold")]] for k, v in out.items()}
+    return Folds(**out, docs=docs, available=available), terms
+
+
+def fold_sizes(F: Folds, fair_qids, rerank_depth: int) -> pd.DataFrame:
+    """``sizes.csv``: what each fold trains on and re-ranks, against what the paper had (§4.2)."""
+    rows = []
+    for fold, pairs in F.pairs.groupby("fold", sort=False):
+        real = pairs[~pairs["qid"].str.startswith("toy:")]
+        a = F.available[fold]
+        evaluated = F.lists.loc[F.lists["fold"] == fold, "qid"].nunique()
+        rows += [
+            {"fold": fold, "what": f"training pairs ({a['train'].upper()} judged, sampled)", "ours": len(real),
+             "available": a["pairs"], "paper": "3,000,000 MS MARCO pairs"},
+            {"fold": fold, "what": f"training queries ({a['train'].upper()})", "ours": real["qid"].nunique(),
+             "available": a["queries"], "paper": "~200,000"},
+            {"fold": fold, "what": "MS MARCO training triples", "ours": len(pairs) - len(real), "available": 100,
+             "paper": "(part of the 3M pairs)"},
+            {"fold": fold, "what": f"evaluation queries ({fold}, in trecdl)", "ours": evaluated,
+             "available": evaluated, "paper": "1,765 gender-neutral"}]
+    rows += [{"fold": "dl19", "what": "fairness-sensitive queries (dl19_fair)", "ours": len(fair_qids),
+              "available": 30, "paper": "215 socially sensitive"},
+             {"fold": "all", "what": "passages re-ranked per query", "ours": rerank_depth, "available": 100,
+              "paper": "BM25 top-1000 (OpenMatch)"}]
+    return pd.DataFrame(rows)
+
+
+def fold_of(frame: pd.DataFrame, fold: str) -> pd.DataFrame:
+    """The rows of ``frame`` (a :class:`Folds` frame) in ``fold`` (its evaluated year), without the column."""
+    return frame[frame["fold"] == fold].drop(columns="fold").reset_index(drop=True)
 
 
 def check_disjoint(train_qids, eval_qids) -> None:

@@ -1,5 +1,5 @@
-"""One seed of every fairrank ranker: train each ranker family at each λ, score the re-ranked DL19 lists and the
-training pairs' passages (``fairrank_train``; §3.3, §4.3, App. A).
+"""One seed of every fairrank ranker: in each fold, train each ranker family at each λ, score the fold's re-ranked
+lists and its training pairs' passages (``fairrank_train``; §3.3, §4.3, App. A).
 
 The training-pair scores are what the mitigation check reads (:func:`biaslab.fairrank.findings.mitigation_check`):
 at its largest λ the penalty must lower the scores of the biased relevant passages it trained on, or it does not act.
@@ -20,6 +20,25 @@ from .findings import ranker_id
 
 
 def train_seed(backbones, rankers, T, model_dirs: Mapping[str, str], banks: Mapping[str, StateBank], *,
+               psi_mode: str, zeta_pos: str, pairs: pd.DataFrame, lists: pd.DataFrame, terms: pd.DataFrame,
+               pool: pd.DataFrame, texts: Mapping[str, str], seed: int, device: str,
+               runs_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`train_fold` in every fold of ``pairs``, ``lists`` and ``pool`` (their ``fold`` column, the evaluated
+    year: :class:`biaslab.fairrank.prepare.Folds`), each fold's rankers trained afresh on its own pairs; its outputs
+    with ``fold`` as their first column, and its run files under ``runs_dir/<fold>``."""
+    scores, log = [], []
+    for fold in pairs["fold"].unique():
+        s, t = train_fold(backbones, rankers, T, model_dirs, banks, psi_mode=psi_mode, zeta_pos=zeta_pos,
+                          pairs=prepare.fold_of(pairs, fold), lists=prepare.fold_of(lists, fold), terms=terms,
+                          pool=prepare.fold_of(pool, fold), texts=texts, seed=seed, device=device,
+                          runs_dir=None if runs_dir is None else Path(runs_dir) / fold)
+        scores.append(s.assign(fold=fold))
+        log.append(t.assign(fold=fold))
+    scores, log = pd.concat(scores, ignore_index=True), pd.concat(log, ignore_index=True)
+    return scores[["fold", *scores.columns[:-1]]], log[["fold", *log.columns[:-1]]]
+
+
+def train_fold(backbones, rankers, T, model_dirs: Mapping[str, str], banks: Mapping[str, StateBank], *,
                psi_mode: str, zeta_pos: str, pairs: pd.DataFrame, lists: pd.DataFrame, terms: pd.DataFrame,
                pool: pd.DataFrame, texts: Mapping[str, str], seed: int, device: str,
                runs_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -59,6 +78,6 @@ def train_seed(backbones, rankers, T, model_dirs: Mapping[str, str], banks: Mapp
                 if runs_dir is not None:
                     tag = ranker.replace("|", "__")
                     msmarco.write_run(Path(runs_dir) / f"{tag}.run", run, tag=tag)
-                print(f"{ranker}: {len(items)} training items, loss {fit['train_loss']:.4f}")
+                print(f"{ranker}: {len(items)} training items, loss {fit['train_loss']:.4f}", flush=True)
     cols = ["ranker", "seed", "split", "qid", "docid", "score"]
     return pd.concat(scores, ignore_index=True)[cols], pd.DataFrame(log)

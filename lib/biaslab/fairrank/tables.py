@@ -10,7 +10,7 @@ import pandas as pd
 
 from .findings import TABLE_MEASURES, change, qualified_id, ranker_id
 
-TABLE_QUERY_SETS = ("dl19_fair", "dl19")  # per backbone, Tables 1 / 3 and 2 / 4
+TABLE_QUERY_SETS = ("dl19_fair", "trecdl")  # per backbone, Tables 1 / 3 and 2 / 4
 
 
 def paper_tables(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], rankers: Mapping, backbones: Sequence[str],
