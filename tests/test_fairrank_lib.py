@@ -199,6 +199,42 @@ def test_every_fold_trains_its_own_rankers_on_its_own_rows(monkeypatch):
     assert log["fold"].tolist() == ["a", "b"]
 
 
+def test_only_the_rankers_the_mitigation_check_reads_score_their_training_passages(monkeypatch):
+    from types import SimpleNamespace
+
+    from biaslab.config import load_params
+    from biaslab.fairrank import findings, runs
+    from biaslab.fairrank import train as ft
+
+    C = load_params(sections=["fairrank"]).fairrank
+    base, pen = findings.mitigation_rankers(C.backbones, C.rankers, C.eval.lambda_figure)
+    first, fam = C.backbones[0], C.rankers[C.eval.lambda_figure]
+    assert base == f"{first}|base@0" and pen == f"{first}|{C.eval.lambda_figure}@{max(fam.lambdas):g}"
+
+    scored = []
+    monkeypatch.setattr(runs, "check_bank", lambda bank, *a, **k: SimpleNamespace(n_frozen=0))
+    monkeypatch.setattr(ft, "make_inputs", lambda *a, **k: None)
+    monkeypatch.setattr(ft, "build_ranker", lambda *a, **k: SimpleNamespace())
+    monkeypatch.setattr(ft, "training_items", lambda data, *a, **k: list(range(len(data))))
+    monkeypatch.setattr(ft, "fit", lambda *a, **k: {"train_loss": 0.0})
+    monkeypatch.setattr(ft, "score", lambda model, rows, *a, **k: scored.append(len(rows)) or [0.0] * len(rows))
+    spec = dict(objective="pairwise", target="relevant", reference="base", sampling="random", lws_share=0.0,
+                adv_lambda=0.0, adv_hidden=0)
+    rankers = {"base": SimpleNamespace(**spec, mode="none", lambdas=[0.0]),
+               "pen": SimpleNamespace(**spec, mode="penalty", lambdas=[0.5, 2.0])}
+    T = SimpleNamespace(trainable_layers=None, max_length=8, family="bi_encoder", margin=1.0, epochs=1, batch_size=2,
+                        learning_rate=1e-5, head_learning_rate=1e-4, warmup=0.0, score_batch_size=2)
+    pairs = pd.DataFrame({"qid": ["1", "2"], "query": "q", "pos": ["a", "b"], "neg": ["c", "c"]})
+    lists = pd.DataFrame({"qid": ["3"] * 3, "docid": ["x", "y", "z"]})
+    scores, log = runs.train_fold(["m"], rankers, T, {"m": "dir"}, {"m": None}, psi_mode="abs", zeta_pos="one",
+                                  pairs=pairs, lists=lists, terms=None, pool=None, texts={}, seed=0, device="cpu",
+                                  score_train=["m|base@0", "m|pen@2"])
+    assert log["ranker"].tolist() == ["m|base@0", "m|pen@0.5", "m|pen@2"]
+    assert scores.groupby("split")["ranker"].unique().map(list).to_dict() == {
+        "eval": ["m|base@0", "m|pen@0.5", "m|pen@2"], "train": ["m|base@0", "m|pen@2"]}
+    assert len(scores[scores["split"] == "train"]) == 2 * 4 and scored == [3, 4, 3, 3, 4]
+
+
 def test_the_mitigation_table_keeps_each_folds_training_passages_apart():
     from biaslab.fairrank import findings
 

@@ -18,14 +18,16 @@
 # ranker (`fairrank.train.family`: the dense bi-encoder, or the cross-encoder) trained with its loss — the base
 # pairwise hinge on tanh scores (eq. 12), the six penalty / reward scenarios (eqs. 17, 24), the pointwise variants
 # (App. A, eqs. 29, 31) — or a baseline (LWS: bias-aware negatives; AdvBERT: an adversary on the pooled state behind
-# gradient reversal), then its scores for every passage of its fold it re-ranks and for its training passages
-# (`biaslab.fairrank.runs`). With `fairrank.train.trainable_layers` below the encoder's depth only the top layers
-# train, on the frozen states the data stage saved.
+# gradient reversal), then its scores for every passage of its fold it re-ranks and — for the two rankers the
+# mitigation check compares — for its training passages (`biaslab.fairrank.runs`). With
+# `fairrank.train.trainable_layers` below the encoder's depth only the top layers train, on the frozen states the
+# data stage saved.
 
 # %%
 import pandas as pd
 
 from biaslab import config, models
+from biaslab.fairrank import findings
 from biaslab.fairrank import runs as fruns
 from biaslab.frozen import StateBank
 from biaslab.io import write_csv, write_parquet
@@ -51,6 +53,7 @@ score_batch_size = ...  # fairrank.train.score_batch_size
 psi = ...  # fairrank.loss.psi
 zeta_pos = ...  # fairrank.loss.zeta_pos
 rankers = ...  # fairrank.rankers
+lambda_figure = ...  # fairrank.eval.lambda_figure
 allow_downloads = ...  # models.allow_downloads
 encoder = ...  # models.encoder
 local_dirs = ...  # models.local_dirs
@@ -74,7 +77,8 @@ pool = pd.read_parquet(DATA / "lws_pool.parquet")
 banks = {b: StateBank.load(DATA / "states" / f"{b}.npz") for b in C.backbones}
 scores, table = fruns.train_seed(C.backbones, C.rankers, T, M, banks, psi_mode=C.loss.psi, zeta_pos=C.loss.zeta_pos,
                                  pairs=pairs, lists=lists, terms=terms, pool=pool, texts=texts, seed=run_seed,
-                                 device=P.common.device, runs_dir=DATA / "runs" / f"seed{run_seed}")
+                                 device=P.common.device, runs_dir=DATA / "runs" / f"seed{run_seed}",
+                                 score_train=findings.mitigation_rankers(C.backbones, C.rankers, C.eval.lambda_figure))
 
 # %%
 write_csv(ROOT / f"reports/fairrank/train/seed{run_seed}.csv", table)

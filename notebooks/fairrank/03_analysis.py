@@ -119,9 +119,9 @@ plots.save_figure(tables.baselines_figure(changes, E.cutoffs[0], E.mrr_cutoff), 
 # ## Competence of the base ranker, and the paper's claims as verdicts computed from the data
 
 # %%
-mitigation = findings.mitigation_table(
-    train_scores, terms, pd.read_parquet(DATA / "pairs.parquet"), base=ids["base"],
-    penalised=findings.qualified_id(first, E.lambda_figure, fam.mode, max(fam.lambdas)), psi_mode=C.loss.psi)
+mit_base, mit_penalised = findings.mitigation_rankers(C.backbones, C.rankers, E.lambda_figure)
+mitigation = findings.mitigation_table(train_scores, terms, pd.read_parquet(DATA / "pairs.parquet"), base=mit_base,
+                                       penalised=mit_penalised, psi_mode=C.loss.psi)
 write_csv(OUT / "mitigation.csv", mitigation)
 paper_values = yaml.safe_load((ROOT / "reports/paper_values/fairrank.yaml").read_text())
 claim_list, competence = findings.paper_claims(pq, query_sets, P, paper_values, mitigation=mitigation)

@@ -215,6 +215,17 @@ def claims(pq: pd.DataFrame, query_sets: Mapping[str, Sequence[str]], values: Ma
     return out
 
 
+def mitigation_rankers(backbones: Sequence[str], rankers: Mapping, lambda_figure: str) -> tuple[str, str]:
+    """(base, penalised): the rankers :func:`mitigation_check` compares (``fairrank.backbones``, ``.rankers``,
+    ``.eval.lambda_figure``): on the first backbone, the family ``lambda_figure`` (the paper's best scenario) at its
+    largest λ, and that family's reference ranker. ``fairrank_train`` scores its training passages for these two
+    only."""
+    fam = rankers[lambda_figure]
+    ref = rankers[fam.reference]
+    return (qualified_id(backbones[0], fam.reference, ref.mode, max(ref.lambdas)),
+            qualified_id(backbones[0], lambda_figure, fam.mode, max(fam.lambdas)))
+
+
 def mitigation_table(train_scores: pd.DataFrame, terms: pd.DataFrame, pairs: pd.DataFrame, *, base: str,
                      penalised: str, psi_mode: str) -> pd.DataFrame:
     """The training positives the penalty on relevant documents acts on (Ψ > 0 under ``psi_mode``), per fold, with
