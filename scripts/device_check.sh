@@ -8,13 +8,16 @@
 # 2. runs the CUDA tests (`pytest -m gpu`, tests/test_gpu.py);
 # 3. times the same ragfair debiasing run (LoRA, 64 pairs, 4 steps) on the GPU and on the CPU;
 # 4. runs the bundle's stages (its run.json: the profile's pipeline without DVC, `biaslab run --plain`) in a scratch
-#    copy of the repository with the bundle's parameters and data, each after those it needs, until STAGE_BUDGET_S
-#    seconds (default 420; 0: no limit) have passed; STAGES (space-separated prefixes, e.g. "ragfair_ cscl_") runs a
-#    part of them; each stage's log is in the scratch copy, and a failed one's tail is printed;
+#    copy of the repository with the bundle's parameters and data, each after those it needs, JOBS side by side
+#    (default: half the cores, at most 8, each with its share of the CPU threads; 1: one after another), those
+#    more stages wait on first; none starts once STAGE_BUDGET_S seconds (default 420; 0: no limit) have passed;
+#    STAGES (space-separated prefixes, e.g. "ragfair_ cscl_") runs a part of them; each stage's log is in the
+#    scratch copy, and a failed one's tail is printed;
 # and writes GPU_JSON (default benchmarks/results/gpu.json): device, torch and CUDA versions, the versions of the
 # packages the encoders run through, the tests' outcome, the CPU / GPU time ratio of that run, and each stage's
-# seconds, peak GPU and resident memory and outcome; and each paper's claims.csv / competence.csv at that scale under
-# GPU_RESULTS/<paper>/ (default reports/gpu).
+# seconds, start and end, peak GPU and resident memory and outcome; and each paper's claims.csv / competence.csv at
+# that scale under GPU_RESULTS/<paper>/ (default reports/gpu). Both are rewritten as each stage ends, so a run
+# stopped from outside (a job's time limit) leaves what it measured; GPU_JSON's "complete" says whether it finished.
 #
 # With CUDA_VISIBLE_DEVICES= it runs on the CPU (the tests skip, no ratio): CI does, on a bundle of tiny parameters,
 # so that it cannot rot. Exit status: the tests' if they failed, else 1 if a stage failed.
@@ -95,8 +98,12 @@ if cuda:
 seconds["train_cpu"] = run("cpu")
 
 
-def run_stages() -> list[dict]:
-    """The bundle's stages in a scratch copy of the repository, each after those it needs, within the budget."""
+jobs = max(1, int(os.environ.get("JOBS") or min(8, (os.cpu_count() or 2) // 2)))
+
+
+def run_stages(write) -> list[dict]:
+    """The bundle's stages in a scratch copy of the repository, ``jobs`` at a time, each after those it needs,
+    within the budget; ``write(records)`` after each one ends (with the claims of the papers that have them)."""
     plan = json.loads((bundle / "run.json").read_text())
     work = prefix / "repo"
     for part in ("lib", "notebooks", "dvc.yaml", "pyproject.toml", "reports/paper_values"):
@@ -108,53 +115,53 @@ def run_stages() -> list[dict]:
     raw = work / config.load_params(work / "params.yaml", ["data"]).data.raw_dir
     with tarfile.open(bundle / "data.tar.xz") as tar:
         tar.extractall(raw, filter="data")
-    env = {**os.environ, "BIASLAB_ROOT": str(work), "BIASLAB_STAGES": str(bundle / "stages.json")}
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))  # torch's CPU threads per stage: the cores shared out
+    env = {**os.environ, "BIASLAB_ROOT": str(work), "BIASLAB_STAGES": str(bundle / "stages.json"),
+           "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     os.environ.update({k: env[k] for k in ("BIASLAB_ROOT", "BIASLAB_STAGES")})
-    needs = stages.upstream(work)
     prefixes = os.environ.get("STAGES", "").split()
-    budget = float(os.environ.get("STAGE_BUDGET_S", 420))
+    order = [s for s in plan["run"] if not prefixes or s.startswith(tuple(prefixes))]
     (work / "logs").mkdir()
-    done, records, start = set(), [], time.perf_counter()
-    for stage in plan["run"]:
-        if prefixes and not stage.startswith(tuple(prefixes)):
-            continue
-        blocked = sorted(n for n in needs[stage] if n in plan["run"] and n not in done)
-        if blocked:
-            records.append({"stage": stage, "status": f"not run: needs {', '.join(blocked)}"})
-            continue
-        if budget and time.perf_counter() - start > budget:
-            records.append({"stage": stage, "status": f"not run: past STAGE_BUDGET_S={budget:g}"})
-            continue
+    print(f"device_check: {len(order)} stages, {jobs} at a time ({threads} CPU threads each)", flush=True)
+
+    def run_one(stage: str) -> dict:
+        if stage not in order:  # left out by STAGES: not built, so the stages that need it do not run either
+            return {"status": "not run: not in STAGES"}
         log = work / "logs" / f"{stage.replace('@', '_')}.log"
         timing = log.with_suffix(".timing.jsonl")  # the stage's own line (biaslab.run.record_timings)
         with log.open("w") as f:
             code = subprocess.run([sys.executable, "-m", "biaslab.run", "--plain", stage], cwd=work,
                                   env=env | {"BIASLAB_TIMINGS": str(timing)}, stdout=f,
                                   stderr=subprocess.STDOUT).returncode
-        record = {"stage": stage, "status": "ok" if code == 0 else f"failed (exit {code})"}
+        record = {"status": "ok" if code == 0 else f"failed (exit {code})"}
         if code == 0:
-            done.add(stage)
             record |= {k: json.loads(timing.read_text()).get(k) for k in ("wall_s", "peak_gpu_mb", "peak_rss_mb")}
-        records.append(record)
         print(f"device_check: {stage}: {record['status']} {record.get('wall_s', '')}", flush=True)
         if code != 0:
             print("".join(log.read_text().splitlines(keepends=True)[-40:]), flush=True)
-    for paper in sorted({r["stage"].split("_")[0] for r in records}):
-        for name in ("claims.csv", "competence.csv"):
-            if (work / "reports" / paper / "results" / name).is_file():
-                (results / paper).mkdir(parents=True, exist_ok=True)
-                shutil.copy(work / "reports" / paper / "results" / name, results / paper / name)
-    return records
+        return record
+
+    def progress(records: list[dict]) -> None:
+        for paper in sorted({r["stage"].split("_")[0] for r in records}):
+            for name in ("claims.csv", "competence.csv"):
+                if (work / "reports" / paper / "results" / name).is_file():
+                    (results / paper).mkdir(parents=True, exist_ok=True)
+                    shutil.copy(work / "reports" / paper / "results" / name, results / paper / name)
+        write(records)
+
+    budget = float(os.environ.get("STAGE_BUDGET_S", 420))
+    return stages.run_concurrently(plan["run"], stages.upstream(work), run_one, jobs=jobs, budget_s=budget,
+                                   on_record=progress)
 
 
-ran = run_stages() if (bundle / "run.json").is_file() else []
 suite = ET.parse(prefix / "tests.xml").getroot()
 suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
 record = {
     "device": torch.cuda.get_device_name(0) if cuda else "cpu (no CUDA device)",
     "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")), platform.machine()), "python": platform.python_version(),
-    "torch": torch.__version__, "cuda": torch.version.cuda, "bundle_model": str(folder),
+                 if line.startswith("model name")), platform.machine()), "cpu_cores": os.cpu_count(),
+    "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+    "bundle_model": str(folder),
     "packages": {name: metadata.version(name) for name in ("transformers", "sentence-transformers", "peft",
                                                            "huggingface-hub", "tokenizers", "numpy")},
     "gpu_tests": {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")} | {"exit": status},
@@ -162,11 +169,22 @@ record = {
     "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3) if cuda else None,
     "train_run": "ragfair LoRA recipe, 64 pairs, batch 16, 4 steps, MiniLM in fp16 weights",
     "cpu_over_gpu_time": round(seconds["train_cpu"] / seconds["train_gpu"], 1) if cuda else None,
-    "stages": ran, "stage_seconds": round(sum(r.get("wall_s") or 0 for r in ran), 1),
-    "not_run_here": json.loads((bundle / "run.json").read_text())["skipped"] if ran else {},
 }
+
+
+def write(ran: list[dict], complete: bool = False) -> None:
+    """The record with the stages so far: rewritten after each stage, so a run stopped from outside leaves them."""
+    record.update({"complete": complete, "stages": ran, "stage_jobs": jobs,
+                   "stage_seconds": round(sum(r.get("wall_s") or 0 for r in ran), 1),
+                   "stages_wall_s": max((r.get("end_s") or 0 for r in ran), default=0),
+                   "not_run_here": json.loads((bundle / "run.json").read_text())["skipped"] if ran else {}})
+    write_json(out, record)
+
+
+ran = run_stages(write) if (bundle / "run.json").is_file() else []
+write(ran, complete=True)
 print(json.dumps(record, indent=1))
-print(f"wrote {write_json(out, record)}")
+print(f"wrote {out}")
 sys.exit(1 if any(r["status"].startswith("failed") for r in ran) else 0)
 PY
 [ "$tests" -ne 0 ] && exit "$tests"

@@ -165,6 +165,45 @@ def test_pipeline_order_puts_every_stage_after_what_it_reads():
     assert "ragfair_pairs" in needs["ragfair_train@lora"] and "fetch" not in needs["fetch"]
 
 
+def test_stages_run_side_by_side_only_after_what_they_need_and_a_failure_stops_its_dependents():
+    """scripts/device_check.sh's runner on a toy graph: a → b → d, c alone, e after the failing f, g after e;
+    `fetch` is needed but not in the plan (taken as built)."""
+    import threading
+    import time
+
+    needs = {"a": {"fetch"}, "b": {"a"}, "c": set(), "d": {"b", "c"}, "f": set(), "e": {"f"}, "g": {"e"}}
+    plan = ["a", "b", "c", "d", "f", "e", "g"]
+    lock, live, peak, partial = threading.Lock(), [], [0], []
+
+    def run_one(stage):
+        with lock:
+            live.append(stage)
+            peak[0] = max(peak[0], len(live))
+        time.sleep(0.05)
+        with lock:
+            live.remove(stage)
+        return {"status": "failed (exit 1)" if stage == "f" else "ok", "wall_s": 0.05}
+
+    records = stages.run_concurrently(plan, needs, run_one, jobs=2, on_record=lambda r: partial.append(len(r)))
+    by = {r["stage"]: r for r in records}
+    assert [r["stage"] for r in records] == plan and peak[0] == 2  # two at a time, never more
+    assert {s: by[s]["status"] for s in plan} == {"a": "ok", "b": "ok", "c": "ok", "d": "ok", "f": "failed (exit 1)",
+                                                  "e": "not run: needs f", "g": "not run: needs e"}
+    for stage, deps in needs.items():
+        for dep in deps & set(plan):
+            if by[stage]["status"] == "ok":
+                assert by[dep]["end_s"] <= by[stage]["start_s"], (dep, stage)
+    assert partial == list(range(1, len(plan) + 1))  # a record after every stage, the last one complete
+    # the first started: the stages that most others wait on (a: b and d; f: e and g), in plan order
+    assert sorted(records, key=lambda r: r.get("start_s", 1e9))[0]["stage"] in {"a", "f"}
+    # one at a time, in that order; none starts after the budget (0.3 s stages: a from 0, f from 0.3, then 0.6 > 0.45)
+    serial = stages.run_concurrently(plan, needs, lambda s: time.sleep(0.3) or {"status": "ok"}, jobs=1, budget_s=0.45)
+    assert [r["stage"] for r in serial if "start_s" in r] == ["a", "f"]
+    late = "not run: past the budget of 0.45 s"
+    assert {r["stage"]: r["status"] for r in serial if "start_s" not in r} == {
+        "b": late, "c": late, "e": late, "d": "not run: needs b, c", "g": "not run: needs e"}
+
+
 def test_strip_run_metadata_makes_cells_stable():
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"start_time": "now"}
