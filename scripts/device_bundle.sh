@@ -10,18 +10,23 @@
 #                      ships it, so the registry finds it on PYTHONPATH with no change to params.yaml; its config asks
 #                      for float32, so it computes as the CPU default does (xz: 45 MB of fp16 weights travel as 41)
 #   OUT/params.yaml    params.yaml with PROFILE merged (default configs/gpu.yaml), or the whole file PARAMS, plus
-#                      what this machine cannot carry: intersect's zero-shot LLM baseline off
+#                      what this machine cannot carry: intersect's zero-shot LLM baseline and cscl's CLM
+#                      augmentations off
 #   OUT/stages.json    dvc.yaml resolved by DVC with those parameters (biaslab.stages.freeze): the GPU image has no DVC
 #   OUT/run.json       the stages to run there, in pipeline order, and those left out with the reason: fetch (the
 #                      data travel), the RAG reader (SmolLM2 does not travel) and every stage after it
 #   OUT/data.tar.xz    the files of data/raw those stages read, from BIASLAB_DATA_MIRROR
 #   OUT/manifest.json  every file with its size, and the fp16 copy's agreement with the fp32 original
 #
-# The GPU image (torch, transformers, sentence-transformers, peft, pandas, scikit-learn, scipy, statsmodels,
-# seaborn, pyarrow, pyyaml, pytest) lacks pydantic, datasets and ruamel.yaml, which the library imports. DVC,
-# papermill, jupytext, FAISS, ir-measures and fairlearn do not travel: with MiniLM they would not fit (stages run with
-# `biaslab run --plain`; without FAISS, biaslab.index searches with torch.topk on the GPU). The repository travels
-# beside the bundle, and the two together must stay under the 64 MiB a device call takes: checked too.
+# The GPU image (scripts/gpu_image_packages.txt: torch, transformers, sentence-transformers, peft, pandas, scikit-learn,
+# scipy, statsmodels, seaborn, pyarrow, pyyaml, pytest, ...) lacks pydantic, datasets, ruamel.yaml and ir-measures (with
+# pytrec_eval, through which it computes MRR and nDCG), which the library imports. DVC, papermill, jupytext, FAISS and
+# fairlearn (the tests' reference only) do not travel: with MiniLM they would not fit (stages run with `biaslab run
+# --plain`; without FAISS, biaslab.index searches with torch.topk on the GPU). Nor does SmolLM2 (270 MB in fp16):
+# params.yaml here turns off what runs it besides the RAG reader (intersect's zero-shot baseline, cscl's CLM
+# augmentations in the sensitivity study). CI runs this bundle's check in an environment of the image's packages
+# alone (scripts/gpu_image_env.py), so an import of anything else fails there as it would on the GPU machine. The
+# repository travels beside the bundle, and the two together must stay under the 64 MiB a device call takes: checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-device_bundle}
@@ -32,7 +37,8 @@ TRAVEL=$((64 * 1024 * 1024))
 PROFILE=${PROFILE:-configs/gpu.yaml}
 PARAMS=${PARAMS:-}
 [ -n "${BIASLAB_DATA_MIRROR:-}" ] || { echo "device_bundle: set BIASLAB_DATA_MIRROR to the data sets' folder" >&2; exit 2; }
-PACKAGES=(pydantic pydantic_core annotated-types typing-inspection datasets dill multiprocess ruamel.yaml)
+PACKAGES=(pydantic pydantic_core annotated-types typing-inspection datasets dill multiprocess ruamel.yaml ir_measures
+          pytrec_eval-terrier)
 
 pins=()
 for name in "${PACKAGES[@]}"; do
@@ -99,7 +105,8 @@ shutil.copy("dvc.yaml", plan / "dvc.yaml")
 shutil.copy(params or "params.yaml", plan / "params.yaml")
 if not params:
     apply_overrides(profile, plan / "params.yaml")
-(plan / "device.yaml").write_text("intersect: {baselines: {zero_shot_backend: none}}  # SmolLM2 does not travel\n")
+(plan / "device.yaml").write_text(  # SmolLM2 does not travel: its zero-shot baseline and CLM augmentations stay off
+    "intersect: {baselines: {zero_shot_backend: none}}\ncscl: {sensitivity: {augmentations: []}}\n")
 apply_overrides(plan / "device.yaml", plan / "params.yaml")
 stages.freeze(out / "stages.json", plan)
 order, needs = stages.pipeline_order(plan), stages.upstream(plan)

