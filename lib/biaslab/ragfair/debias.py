@@ -183,9 +183,14 @@ def embedded_batches(st_model, pairs, batch_size: int):
     ``COLUMNS``, as the loss sees them."""
     from sentence_transformers.base.losses.merged_forward import embed_columns
 
+    device = next(st_model.parameters()).device  # tokenize gives CPU tensors; the model may sit on a GPU
+
+    def features(texts):
+        return {k: v.to(device) if hasattr(v, "to") else v for k, v in st_model.tokenize(texts).items()}
+
     for start in range(0, len(pairs), batch_size):
         b = pairs.iloc[start : start + batch_size]
-        yield embed_columns(st_model, [st_model.tokenize(b[c].tolist()) for c in COLUMNS])
+        yield embed_columns(st_model, [features(b[c].tolist()) for c in COLUMNS])
 
 
 def prepare(st_model, cfg: MethodConfig):
