@@ -64,6 +64,7 @@ import os
 import shutil
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -99,8 +100,7 @@ with tarfile.open(out / "site.tar.xz", "w:xz", preset=6) as tar:
 shutil.rmtree(out / "site")
 
 # the run: parameters, the stages as DVC resolves them with those, and what they read
-plan = out / "plan"
-plan.mkdir()
+plan = Path(tempfile.mkdtemp(prefix="device_bundle_plan."))  # outside the repository: DVC ignores its .*.tmp folders
 shutil.copy("dvc.yaml", plan / "dvc.yaml")
 shutil.copy(params or "params.yaml", plan / "params.yaml")
 if not params:
