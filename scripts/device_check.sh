@@ -10,14 +10,19 @@
 # 4. runs the bundle's stages (its run.json: the profile's pipeline without DVC, `biaslab run --plain`) in a scratch
 #    copy of the repository with the bundle's parameters and data, each after those it needs, JOBS side by side
 #    (default: half the cores, at most 8, each with its share of the CPU threads; 1: one after another), those
-#    more stages wait on first; none starts once STAGE_BUDGET_S seconds (default 420; 0: no limit) have passed;
-#    STAGES (space-separated prefixes, e.g. "ragfair_ cscl_") runs a part of them; each stage's log is in the
-#    scratch copy, and a failed one's tail is printed;
+#    one paper's before the next paper's, and within a paper those more stages wait on first, so that a run the
+#    budget stops leaves whole papers; none starts once STAGE_BUDGET_S seconds (default 420; 0: no limit) have
+#    passed; STAGES (space-separated prefixes, e.g. "ragfair_ cscl_") runs a part of them; each stage's log is in
+#    the scratch copy, and a failed one's tail is printed;
 # and writes GPU_JSON (default benchmarks/results/gpu.json): device, torch and CUDA versions, the versions of the
 # packages the encoders run through, the tests' outcome, the CPU / GPU time ratio of that run, and each stage's
 # seconds, start and end, peak GPU and resident memory and outcome; and each paper's claims.csv / competence.csv at
 # that scale under GPU_RESULTS/<paper>/ (default reports/gpu). Both are rewritten as each stage ends, so a run
 # stopped from outside (a job's time limit) leaves what it measured; GPU_JSON's "complete" says whether it finished.
+# A profile too large for one call runs in parts, a STAGES list a call: where GPU_JSON holds an earlier call's record
+# of the same bundle parameters, the stages this call leaves out keep their earlier records ("calls" lists each
+# call's STAGES and wall time; "all_stages_run" says when every stage of the plan has run). TESTS=0 skips steps 2 and
+# 3 on such a later call (about 40 s), keeping the earlier call's outcome of them.
 #
 # With CUDA_VISIBLE_DEVICES= it runs on the CPU (the tests skip, no ratio): CI does, on a bundle of tiny parameters,
 # so that it cannot rot. Exit status: the tests' if they failed, else 1 if a stage failed.
@@ -42,13 +47,16 @@ export BIASLAB_CACHE_DIR="$prefix/cache" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
 SECONDS=0
 tests=0
-"$PY" -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --junitxml "$prefix/tests.xml" tests/test_gpu.py \
-  || tests=$?
+if [ "${TESTS:-1}" != 0 ]; then
+  "$PY" -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --junitxml "$prefix/tests.xml" tests/test_gpu.py \
+    || tests=$?
+fi
 tests_s=$SECONDS
 
 status=0
 "$PY" - "$GPU_JSON" "$prefix" "$tests" "$tests_s" "$BUNDLE" "$GPU_RESULTS" <<'PY' || status=$?
 """Time one debiasing run on each device, run the bundle's stages, and write the record."""
+import hashlib
 import json
 import os
 import platform
@@ -90,15 +98,22 @@ def run(device: str) -> float:
 
 
 cuda = torch.cuda.is_available()
+checks = os.environ.get("TESTS", "1") != "0"  # TESTS=0: a later call of a run in parts skips the tests and timing
 seconds = {}
-if cuda:
+if cuda and checks:
     run("cuda")  # warm-up: CUDA context, kernels
     torch.cuda.reset_peak_memory_stats()
     seconds["train_gpu"] = run("cuda")
-seconds["train_cpu"] = run("cpu")
+if checks:
+    seconds["train_cpu"] = run("cpu")
 
 
 jobs = max(1, int(os.environ.get("JOBS") or min(8, (os.cpu_count() or 2) // 2)))
+
+
+def paper_of(stage: str) -> str:
+    """The paper a stage belongs to (its name's first part: ragfair_train@lora -> ragfair; cards -> cards)."""
+    return stage.split("_")[0]
 
 
 def run_stages(write) -> list[dict]:
@@ -142,7 +157,7 @@ def run_stages(write) -> list[dict]:
         return record
 
     def progress(records: list[dict]) -> None:
-        for paper in sorted({r["stage"].split("_")[0] for r in records}):
+        for paper in sorted({paper_of(r["stage"]) for r in records}):
             for name in ("claims.csv", "competence.csv"):
                 if (work / "reports" / paper / "results" / name).is_file():
                     (results / paper).mkdir(parents=True, exist_ok=True)
@@ -151,11 +166,14 @@ def run_stages(write) -> list[dict]:
 
     budget = float(os.environ.get("STAGE_BUDGET_S", 420))
     return stages.run_concurrently(plan["run"], stages.upstream(work), run_one, jobs=jobs, budget_s=budget,
-                                   on_record=progress)
+                                   on_record=progress, group=paper_of)
 
 
-suite = ET.parse(prefix / "tests.xml").getroot()
-suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+params_sha = hashlib.sha256((bundle / "params.yaml").read_bytes()).hexdigest()[:16]
+earlier = json.loads(out.read_text()) if os.environ.get("STAGES") and out.is_file() else {}
+if earlier and earlier.get("params_sha") != params_sha:
+    print(f"device_check: {out} is another bundle's record (other parameters): not merged, overwritten", flush=True)
+    earlier = {}
 record = {
     "device": torch.cuda.get_device_name(0) if cuda else "cpu (no CUDA device)",
     "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -164,19 +182,34 @@ record = {
     "bundle_model": str(folder),
     "packages": {name: metadata.version(name) for name in ("transformers", "sentence-transformers", "peft",
                                                            "huggingface-hub", "tokenizers", "numpy")},
-    "gpu_tests": {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")} | {"exit": status},
-    "seconds": {"gpu_tests": round(tests_s, 1), **{k: round(v, 2) for k, v in seconds.items()}},
-    "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3) if cuda else None,
-    "train_run": "ragfair LoRA recipe, 64 pairs, batch 16, 4 steps, MiniLM in fp16 weights",
-    "cpu_over_gpu_time": round(seconds["train_cpu"] / seconds["train_gpu"], 1) if cuda else None,
 }
+if checks:
+    suite = ET.parse(prefix / "tests.xml").getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    record |= {
+        "gpu_tests": {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")} | {"exit": status},
+        "seconds": {"gpu_tests": round(tests_s, 1), **{k: round(v, 2) for k, v in seconds.items()}},
+        "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3) if cuda else None,
+        "train_run": "ragfair LoRA recipe, 64 pairs, batch 16, 4 steps, MiniLM in fp16 weights",
+        "cpu_over_gpu_time": round(seconds["train_cpu"] / seconds["train_gpu"], 1) if cuda else None}
+else:  # the earlier call's outcome of them, if any
+    record |= {k: earlier.get(k) for k in ("gpu_tests", "seconds", "peak_gpu_memory_gib", "train_run",
+                                           "cpu_over_gpu_time")}
+this_call = {"stages": os.environ.get("STAGES") or "all", "device": record["device"],
+             "gpu_tests": record["gpu_tests"] if checks else "not run (TESTS=0)"}
+record["params_sha"] = params_sha
 
 
 def write(ran: list[dict], complete: bool = False) -> None:
-    """The record with the stages so far: rewritten after each stage, so a run stopped from outside leaves them."""
-    record.update({"complete": complete, "stages": ran, "stage_jobs": jobs,
-                   "stage_seconds": round(sum(r.get("wall_s") or 0 for r in ran), 1),
-                   "stages_wall_s": max((r.get("end_s") or 0 for r in ran), default=0),
+    """The record with the stages so far: rewritten after each stage, so a run stopped from outside leaves them;
+    a stage this call left out (STAGES) keeps an earlier call's record of the same parameters."""
+    merged = stages.carry_over(ran, earlier.get("stages", []))
+    this_call.update({"stages_wall_s": max((r.get("end_s") or 0 for r in ran), default=0),
+                      "stage_seconds": round(sum(r.get("wall_s") or 0 for r in ran), 1)})
+    record.update({"complete": complete, "stages": merged, "stage_jobs": jobs,
+                   "stage_seconds": round(sum(r.get("wall_s") or 0 for r in merged), 1),
+                   "stages_wall_s": this_call["stages_wall_s"], "calls": [*earlier.get("calls", []), this_call],
+                   "all_stages_run": bool(merged) and all(not r["status"].startswith("not run") for r in merged),
                    "not_run_here": json.loads((bundle / "run.json").read_text())["skipped"] if ran else {}})
     write_json(out, record)
 

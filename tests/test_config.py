@@ -40,7 +40,7 @@ def test_the_gpu_profile_validates_and_keeps_the_offline_models():
     raw = fresh()
     overrides.merge(raw, config.read_yaml(REPO / "configs" / "gpu.yaml"))
     p = validate(raw, "gpu")
-    assert p.common.device == "cuda" and len(p.intersect.train.runs) == 24 and p.fairrank.data.max_pairs == 0
+    assert p.common.device == "cuda" and len(p.intersect.train.runs) == 24 and p.fairrank.data.max_pairs == 3000
     per_task = len(p.ragcontrol.train.runs) * len(p.ragcontrol.train.merges) / len(p.ragcontrol.tasks)
     assert per_task == 20  # embedders per task: freeze_layers 0-4 x 4 WiSE-FT merges
     assert names(raw) == names(fresh())  # no model that does not ship offline
@@ -48,13 +48,13 @@ def test_the_gpu_profile_validates_and_keeps_the_offline_models():
 
 def test_the_ci_device_check_runs_the_gpu_profiles_paths_at_tiny_sizes(tmp_path):
     """.ci/run's CPU device check: configs/gpu.yaml merged, then cut to the tiny pipeline's sizes: valid, on the
-    device that is there, with the profile's full fine-tuning and the tiny grids."""
+    device that is there, with the profile's fine-tuning (cscl's every layer, fairrank's one) and the tiny grids."""
     from tiny_pipeline import write_tiny_params
 
     write_tiny_params(REPO / "params.yaml", tmp_path / "tiny.yaml", REPO / "configs" / "gpu.yaml")
     p = validate(yaml.safe_load((tmp_path / "tiny.yaml").read_text()), "tiny gpu")
     assert p.common.device == "auto" and p.common.batch_size == 256
-    assert p.cscl.train.trainable_layers is None and p.fairrank.train.trainable_layers is None
+    assert p.cscl.train.trainable_layers is None and p.fairrank.train.trainable_layers == 1
     assert p.cscl.seeds == [0, 1] and p.intersect.train.runs == ["indic-srk4-C1"] and p.fairrank.data.max_pairs == 24
 
 

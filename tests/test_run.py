@@ -204,6 +204,32 @@ def test_stages_run_side_by_side_only_after_what_they_need_and_a_failure_stops_i
         "b": late, "c": late, "e": late, "d": "not run: needs b, c", "g": "not run: needs e"}
 
 
+def test_a_group_of_stages_runs_before_a_later_one_so_a_budget_leaves_whole_papers():
+    """With ``group`` (device_check.sh: the paper), the ready stages of the earlier paper start first even where a
+    later paper's stage has more waiting on it; without it the longer chain leads and the papers interleave."""
+    needs = {"p_a": set(), "p_b": {"p_a"}, "q_a": set(), "q_b": {"q_a"}, "q_c": {"q_b"}, "q_d": {"q_c"}}
+    plan = list(needs)
+
+    def started(**kw):
+        order = []
+        stages.run_concurrently(plan, needs, lambda s: order.append(s) or {"status": "ok"}, jobs=1, **kw)
+        return order
+
+    assert started() == ["q_a", "q_b", "p_a", "q_c", "p_b", "q_d"]  # the papers interleave
+    assert started(group=lambda s: s.split("_")[0]) == plan
+
+def test_a_run_in_parts_keeps_the_earlier_parts_records_of_the_stages_it_left_out():
+    """a ran in the first part, b in the second; c failed in the first; e ran in both (the newer record stays); d
+    never ran; f ran in the first, and the second did not run it because it needs a."""
+    earlier = [{"stage": "a", "status": "ok", "wall_s": 3.0}, {"stage": "b", "status": "not run: not in STAGES"},
+               {"stage": "c", "status": "failed (exit 1)"}, {"stage": "d", "status": "not run: needs c"},
+               {"stage": "e", "status": "ok", "wall_s": 1.0}, {"stage": "f", "status": "ok", "wall_s": 4.0}]
+    now = [{"stage": "a", "status": "not run: not in STAGES"}, {"stage": "b", "status": "ok", "wall_s": 2.0},
+           {"stage": "c", "status": "not run: not in STAGES"}, {"stage": "d", "status": "not run: needs c"},
+           {"stage": "e", "status": "failed (exit 1)"}, {"stage": "f", "status": "not run: needs a"}]
+    assert stages.carry_over(now, earlier) == [earlier[0], now[1], earlier[2], now[3], now[4], earlier[5]]
+    assert stages.carry_over(now, []) == now
+
 def gpu_image_env():
     """scripts/gpu_image_env.py as a module (a script, not part of the package)."""
     import importlib.util

@@ -131,12 +131,14 @@ def pipeline_order(root: Path | None = None) -> list[str]:
 
 def run_concurrently(plan: list[str], needs: dict[str, set[str]], run: Callable[[str], dict[str, Any]], *,
                      jobs: int, budget_s: float = 0, on_record: Callable[[list[dict]], None] | None = None,
-                     ) -> list[dict[str, Any]]:
+                     group: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """Run the stages of ``plan`` without DVC, at most ``jobs`` at a time, each once every stage it ``needs`` (those
     of ``plan``; others are taken as built) has succeeded. ``run(stage)`` runs one and returns its record, whose
     ``status`` is "ok" when it succeeded. A stage whose needs failed or did not run is not run, and none starts
-    once ``budget_s`` seconds (0: no limit) have passed since the first. Among ready stages the one more stages
-    wait on (transitively) starts first, then ``plan`` order: a paper's data stage before another paper's grid.
+    once ``budget_s`` seconds (0: no limit) have passed since the first. Among ready stages those of the earliest
+    ``group`` in ``plan`` (e.g. the paper: a budget that stops the run then leaves whole papers, not a part of each)
+    start first, then the one more stages wait on (transitively), then ``plan`` order: a paper's data stage before
+    another paper's grid.
 
     Returns one record per stage, ``plan`` order: its ``stage``, ``status``, and for those run ``start_s`` /
     ``end_s`` (seconds after the first start) with what ``run`` returned. ``on_record`` gets the records so far
@@ -152,7 +154,8 @@ def run_concurrently(plan: list[str], needs: dict[str, set[str]], run: Callable[
     for s in reversed(list(TopologicalSorter(within).static_order())):
         for n in within[s]:
             waiting[n] |= {s} | waiting[s]
-    rank = {s: (-len(waiting[s]), i) for i, s in enumerate(plan)}
+    groups = list(dict.fromkeys(map(group, plan))) if group else []
+    rank = {s: (groups.index(group(s)) if group else 0, -len(waiting[s]), i) for i, s in enumerate(plan)}
     graph = TopologicalSorter(within)
     graph.prepare()
     records: dict[str, dict[str, Any]] = {}
@@ -190,6 +193,14 @@ def run_concurrently(plan: list[str], needs: dict[str, set[str]], run: Callable[
             for future in done:
                 finish(running.pop(future), future.result())
     return [records[s] for s in plan]
+
+
+def carry_over(records: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`run_concurrently`'s ``records`` with each stage this run did not run (left out, or after one left
+    out: a status "not run: ...") given ``earlier``'s record of it where that run ran it: a profile too large for
+    one call, run in parts (scripts/device_check.sh's STAGES). The caller checks both ran the same parameters."""
+    ran = {r["stage"]: r for r in earlier if not r["status"].startswith("not run")}
+    return [ran.get(r["stage"], r) if r["status"].startswith("not run") else r for r in records]
 
 
 def all_stages(root: Path | None = None) -> list[str]:
