@@ -59,6 +59,7 @@ abi="cp${DEVICE_PYTHON/./}"
 
 "$PY" - "$tmp" "$PROFILE" "$PARAMS" <<'PY'
 """The fp16 copy of minilm laid out as its package, the parameters, stages and data of the run, and the manifest."""
+import atexit
 import json
 import os
 import shutil
@@ -101,6 +102,7 @@ shutil.rmtree(out / "site")
 
 # the run: parameters, the stages as DVC resolves them with those, and what they read
 plan = Path(tempfile.mkdtemp(prefix="device_bundle_plan."))  # outside the repository: DVC ignores its .*.tmp folders
+atexit.register(shutil.rmtree, plan, ignore_errors=True)  # removed however this script ends
 shutil.copy("dvc.yaml", plan / "dvc.yaml")
 shutil.copy(params or "params.yaml", plan / "params.yaml")
 if not params:
@@ -128,7 +130,6 @@ with tarfile.open(out / "data.tar.xz", "w:xz", preset=6) as tar:
     for p in wanted:
         tar.add(p, arcname=str(p.relative_to(raw)))
 shutil.copy(plan / "params.yaml", out / "params.yaml")
-shutil.rmtree(plan)
 files = {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
 (out / "manifest.json").write_text(json.dumps({"bytes": sum(files.values()), "fp16_min_cosine": round(cosine, 7),
                                                "files": files}, indent=1) + "\n")

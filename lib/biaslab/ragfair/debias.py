@@ -182,11 +182,12 @@ def embedded_batches(st_model, pairs, batch_size: int):
     """(query, positive, stereotype, anti-stereotype) embeddings of each consecutive batch of ``pairs``'
     ``COLUMNS``, as the loss sees them."""
     from sentence_transformers.base.losses.merged_forward import embed_columns
+    from sentence_transformers.util import batch_to_device
 
     device = next(st_model.parameters()).device  # tokenize gives CPU tensors; the model may sit on a GPU
 
     def features(texts):
-        return {k: v.to(device) if hasattr(v, "to") else v for k, v in st_model.tokenize(texts).items()}
+        return batch_to_device(st_model.tokenize(texts), device)
 
     for start in range(0, len(pairs), batch_size):
         b = pairs.iloc[start : start + batch_size]
