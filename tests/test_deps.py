@@ -143,11 +143,11 @@ def test_every_committed_report_file_is_a_declared_stage_output():
     import subprocess
 
     from biaslab import stages
+    from biaslab.paths import REPORT_INPUTS
 
     tracked = subprocess.run(["git", "ls-files", "reports"], cwd=REPO, capture_output=True, text=True,
                              check=True).stdout.split()
     outs = [o for s in stages.all_stages(REPO) for o in stages.outs(s, REPO)]
-    inputs = ("reports/paper_values/",)  # the papers' artefact lists: the report stage's input
-    stray = [f for f in tracked if not f.startswith(inputs)
+    stray = [f for f in tracked if not f.startswith(REPORT_INPUTS)  # the report stage's inputs
              and not any(f == o or f.startswith(o.rstrip("/") + "/") for o in outs)]
     assert not stray, f"written under reports/ but no stage's output in dvc.yaml: {stray}"

@@ -191,3 +191,43 @@ def test_typed_paper_values_are_matched_to_filtered_rows_and_judged_by_sign(tmp_
     (reports / "paper_values/alpha.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
     with pytest.raises(ValueError, match="typed values need the ref"):
         render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+
+
+def test_the_medium_gpu_profiles_claims_sit_under_the_papers_own_with_the_verdicts_that_changed(tmp_path):
+    """Without a GPU run the report says no paper has claims at that scale; with reports/gpu/<paper>/claims.csv it
+    shows their counts under the paper's claims, and each claim whose verdict differs between the two scales, with
+    both values, read from the two tables."""
+    reports = _fixture(tmp_path)
+    md, page = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    assert "No paper has claims at the medium GPU profile" in md and "No paper has claims" in page
+    assert "At the medium GPU profile" not in md
+    gpu = pd.read_csv(reports / "alpha/results/claims.csv")
+    gpu.loc[2, ["our_value", "ci_low", "ci_high", "verdict"]] = [0.0312, 0.0107, 0.0518, "contradicted"]
+    gpu.loc[3] = gpu.loc[1]
+    gpu.loc[3, "claim"] = "E holds only at scale"
+    (reports / "gpu/alpha").mkdir(parents=True)
+    gpu.drop(index=1).to_csv(reports / "gpu/alpha/claims.csv", index=False)
+    md, page = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)
+    assert "At the medium GPU profile (configs/gpu.yaml;" in md and ": alpha, each under its own claims" in md
+    assert "[gpu/alpha/claims.csv](gpu/alpha/claims.csv). Claims: 1 reproduced, 2 contradicted. 1 of the 2 claims " \
+           "judged at both scales change verdict; 1 only at the CPU default, 1 only at the GPU profile:" in md
+    assert "| D is flat | 0.0058 [-0.0214, 0.0377] | underpowered | 0.0312 [0.0107, 0.0518] | contradicted |" in md
+    assert md.index("### Claims") < md.index("### At the medium GPU profile")
+    assert "A lowers bias | " not in md.split("### At the medium GPU profile")[1]  # same verdict: not listed
+    assert "<h3>At the medium GPU profile</h3><p><a href='gpu/alpha/claims.csv'>" in page and "<td>0.0312 [0.0107" in page
+
+
+def test_claims_across_scales_pair_by_text_and_refuse_a_repeated_claim():
+    def t(rows):
+        return pd.DataFrame([{"claim": c, "paper_section": "§1", "verdict": v, "our_value": x, "ci_low": x - 1,
+                              "ci_high": x + 1, "kind": k} for c, v, x, k in rows])
+
+    base = t([("a", "reproduced", 1.0, "claim"), ("b", "underpowered", 2.0, "claim"), ("chk", "reproduced", 0, "check")])
+    other = t([("c", "ruled_out", 3.0, "claim"), ("b", "contradicted", 4.0, "claim"), ("a", "reproduced", 5.0, "claim")])
+    out = report.across_scales(base, other)
+    assert out["claim"].tolist() == ["a", "b", "c"]  # base's order, then the other's own; checks are not claims
+    assert out["changed"].tolist() == [False, True, False]
+    assert out.loc[1, ["our_value_base", "our_value_other"]].tolist() == [2.0, 4.0]
+    assert pd.isna(out.loc[2, "verdict_base"]) and out.loc[2, "paper_section"] == "§1"
+    with pytest.raises(ValueError, match=r"the other claims table holds \['a'\] more than once"):
+        report.across_scales(base, pd.concat([other, other.tail(1)]))

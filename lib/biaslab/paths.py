@@ -47,19 +47,22 @@ def resolve(path: str | os.PathLike, root: Path | None = None) -> Path:
     return p if p.is_absolute() else (root or repo_root()) / p
 
 
+# Committed under reports/ but written by no stage: the report stage's inputs, which a copy keeps
+REPORT_INPUTS = ("reports/paper_values/", "reports/gpu/")
+
+
 def copy_project(src: Path, dst: Path, *, skip_reports: bool = True) -> Path:
     """Copy the files git would see (tracked + untracked, not ignored) of the project at ``src`` into ``dst``,
-    leaving out committed results (``reports/``, ``dvc.lock``) so the copy recomputes them — but keeping
-    ``reports/paper_values/`` (the papers' artefact lists: the report stage's input, not an output). Used by the
-    integration test and the benchmarks to run the real pipeline in a temporary copy."""
+    leaving out committed results (``reports/``, ``dvc.lock``) so the copy recomputes them — but keeping the
+    report stage's inputs under ``reports/`` (:data:`REPORT_INPUTS`: the papers' artefact lists, the GPU run's
+    claims). Used by the integration test and the benchmarks to run the real pipeline in a temporary copy."""
     import shutil
     import subprocess
 
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=src,
                            capture_output=True, text=True, check=True).stdout.split("\n")
     for rel in filter(None, files):
-        if skip_reports and ((rel.startswith("reports/") and not rel.startswith("reports/paper_values/"))
-                             or rel == "dvc.lock"):
+        if skip_reports and ((rel.startswith("reports/") and not rel.startswith(REPORT_INPUTS)) or rel == "dvc.lock"):
             continue
         if not (src / rel).is_file():
             continue

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import claims as cl
-from .report import Artefact, PaperReport, collect
+from .report import GPU_DIR, Artefact, PaperReport, collect
 
 PREVIEW_ROWS = 12  # rows of a CSV output shown under its artefact (the file has the rest)
 
@@ -24,8 +24,12 @@ def _num(x) -> str:
     return f"{x:.3g}"
 
 
+def _interval(value, low, high) -> str:
+    return f"{_num(value)} [{_num(low)}, {_num(high)}]"
+
+
 def _ours(r) -> str:
-    text = f"{_num(r.our_value)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
+    text = _interval(r.our_value, r.ci_low, r.ci_high)
     if r.our_value == 0 and r.ci_low == 0 and r.ci_high == 0:  # every unit gave the same output with and without
         return f"no change (identical outputs): {text}"
     return text
@@ -83,6 +87,37 @@ def _change(r) -> str:
 
 def _counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in counts.items()) or "none"
+
+
+SCALE_HEAD = ["claim", "CPU default: ours [CI]", "verdict", "medium GPU profile: ours [CI]", "verdict"]
+
+
+def scale_section(rep: PaperReport) -> tuple[str, str, list[list[str]]]:
+    """What the report says of a paper's claims at the medium GPU profile (``rep.gpu``, paired in ``rep.scales``):
+    their file (relative to reports/), a sentence (their verdict counts; how many of the claims both runs judged
+    change verdict, and those one run has alone) and a row per claim whose verdict changed (:data:`SCALE_HEAD`)."""
+    t = rep.scales
+    both = int((t["verdict_base"].notna() & t["verdict_other"].notna()).sum())
+    changed = t[t["changed"]]
+    text = (f"Claims: {_counts_text(cl.summary(rep.gpu))}. {len(changed)} of the {both} claims judged at both scales "
+            "change verdict")
+    alone = [f"{n} only at {where}" for n, where in ((int(t["verdict_other"].isna().sum()), "the CPU default"),
+                                                      (int(t["verdict_base"].isna().sum()), "the GPU profile")) if n]
+    text += ("; " + ", ".join(alone) if alone else "") + (":" if len(changed) else ".")
+    rows = [[str(r.claim), _interval(r.our_value_base, r.ci_low_base, r.ci_high_base), str(r.verdict_base),
+             _interval(r.our_value_other, r.ci_low_other, r.ci_high_other), str(r.verdict_other)]
+            for r in changed.itertuples(index=False)]
+    return f"{GPU_DIR}/{rep.values.paper}/claims.csv", text, rows
+
+
+def gpu_note(reps: Sequence[PaperReport]) -> str:
+    """The intro's sentence on the medium GPU profile: which papers have claims there, or that none has yet."""
+    have = [rep.values.paper for rep in reps if rep.gpu is not None]
+    where = f"{GPU_DIR}/<paper>/claims.csv, written by scripts/device_check.sh on a GPU"
+    if not have:
+        return f"No paper has claims at the medium GPU profile (configs/gpu.yaml) yet ({where})."
+    return (f"At the medium GPU profile (configs/gpu.yaml; {where}): {', '.join(have)}, each under its own claims, "
+            "with the verdicts that change with scale.")
 
 
 # the summary's columns: every verdict
@@ -213,7 +248,8 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: M
     lines = ["# Reproduction report", "",
              "Built by the `report` stage from the stages' outputs (each paper's `results/claims.csv`) and the papers' "
              "artefact lists (`paper_values/<paper>.yaml`). Verdicts are computed by each paper's analysis from "
-             "intervals (docs/claims.md: the verdicts, Holm across a paper's claims, competence floors).", "",
+             "intervals (docs/claims.md: the verdicts, Holm across a paper's claims, competence floors). "
+             + gpu_note(reps), "",
              "| paper | scale | " + " | ".join(v.replace("_", " ") for v in SUMMARY) + " |",
              "|---|---|" + "---|" * len(SUMMARY)]
     for rep in reps:
@@ -263,6 +299,12 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: M
         for r in rep.claims.itertuples(index=False):
             lines.append(f"| {_cell(r.claim)} | {r.kind} | {r.paper_section} | {_paper(r)} | {_ours(r)} | "
                          f"{_num(r.mde)} | **{r.verdict}** |")
+        if rep.gpu is not None:
+            gfile, text, rows = scale_section(rep)
+            lines += ["", "### At the medium GPU profile", "", f"[{gfile}]({gfile}). {text}"]
+            if rows:
+                lines += ["", "| " + " | ".join(SCALE_HEAD) + " |", "|" + "---|" * len(SCALE_HEAD)]
+                lines += ["| " + " | ".join(_cell(x) for x in r) + " |" for r in rows]
     lines += cards_markdown(moved)
     lines += ["", "## What is not reproduced, and why", ""]
     lines += [f"- **{head}**: {text}" for head, text in gaps(reps)]
@@ -317,7 +359,7 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
            f"<title>Reproduction report</title><style>{CSS}</style></head><body><h1>Reproduction report</h1>",
            "<p>Built by the <code>report</code> stage from each paper's <code>results/claims.csv</code> and "
            "<code>paper_values/&lt;paper&gt;.yaml</code>. Verdicts are computed by the analysis stages "
-           "(docs/claims.md).</p>",
+           f"(docs/claims.md). {e(gpu_note(reps))}</p>",
            "<div class='scroll'><table id='summary'><tr><th>paper</th><th>scale</th>"
            + "".join(f"<th>{e(v.replace('_', ' '))}</th>" for v in SUMMARY) + "</tr>"]
     for rep in reps:
@@ -386,6 +428,13 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
                        f"</td><td class='{e(r.verdict)}'>{e(r.verdict.replace('_', ' '))}</td><td>{e(str(r.rule))}"
                        "</td></tr>")
         out.append("</table></div>")
+        if rep.gpu is not None:
+            gfile, text, rows = scale_section(rep)
+            out.append(f"<h3>At the medium GPU profile</h3><p><a href='{e(gfile)}'>{e(gfile)}</a>. {e(text)}</p>")
+            if rows:
+                out.append(_scroll("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in SCALE_HEAD) + "</tr>"
+                                   + "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows)
+                                   + "</table>"))
     out.append(cards_html(moved, made_by))
     out.append("<h2>What is not reproduced, and why</h2><ul>")
     out += [f"<li><b>{e(head)}</b>: {e(text)}</li>" for head, text in gaps(reps)]

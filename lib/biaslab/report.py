@@ -7,7 +7,9 @@ the verdict counts and the full claims table (``reports/<paper>/results/claims.c
 its interval, the verdict computed by the paper's analysis stage), and each of the paper's tables and figures
 (``reports/paper_values/<paper>.yaml``) beside the files that regenerate it, with the verdicts of the claims that
 belong to it and, where a stage output carries the paper's printed numbers beside ours, a row-by-row comparison
-with a computed verdict ("k of n within ±x of the paper", or "not comparable" and why). One closing section lists, for all papers, what is not regenerated and why, and every contradicted
+with a computed verdict ("k of n within ±x of the paper", or "not comparable" and why); where a GPU run wrote
+the paper's claims at the medium profile (``reports/gpu/<paper>/claims.csv``), which verdicts change with scale. One
+closing section lists, for all papers, what is not regenerated and why, and every contradicted
 claim. Nothing here types a result: every number comes from a claims table, and the artefact files hold only names,
 references and reasons.
 
@@ -29,6 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import claims as cl
 from . import competence
 
+# Under reports/: the medium GPU profile's claims, one folder per paper, as scripts/device_check.sh writes them
+# (its GPU_RESULTS) and a GPU session commits them; shown under each paper's own claims where present.
+GPU_DIR = "gpu"
 
 class PaperNumber(BaseModel):
     """One number the paper prints, for the row of a stage output named by ``key`` (its key columns' values)."""
@@ -181,6 +186,31 @@ def compare(reports: Path, spec: Comparison, file: str) -> Compared:
     return Compared(spec, file, t.reset_index(drop=True), verdict)
 
 
+def across_scales(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """The claims (kind ``claim``) of two runs of one paper at different scales side by side (the CPU default's
+    table and the medium GPU profile's, say), joined on the claim's text: ``claim``, ``paper_section``, then
+    ``verdict``, ``our_value``, ``ci_low``, ``ci_high`` of each run (suffixes ``_base`` and ``_other``; empty where a
+    claim is in one table only) and ``changed``: both runs judged it and their verdicts differ. Rows in ``base``'s
+    order, then the claims only ``other`` has. A claim text twice in one table cannot be paired: ValueError."""
+    sides = []
+    for name, df in (("base", base), ("other", other)):
+        rows = df[df["kind"] == "claim"]
+        twice = rows["claim"][rows["claim"].duplicated()].unique().tolist()
+        if twice:
+            raise ValueError(f"the {name} claims table holds {twice[:3]!r} more than once: a claim's text must name "
+                             "it uniquely to be compared across scales")
+        sides.append(rows[["claim", "paper_section", "verdict", "our_value", "ci_low", "ci_high"]])
+    base_rows, other_rows = sides
+    only_other = other_rows[~other_rows["claim"].isin(base_rows["claim"])]
+    out = pd.concat([base_rows.merge(other_rows.drop(columns="paper_section"), on="claim", how="left",
+                                     suffixes=("_base", "_other")),
+                     only_other.rename(columns=lambda c: c if c in ("claim", "paper_section") else f"{c}_other")],
+                    ignore_index=True)
+    out["changed"] = out["verdict_base"].notna() & out["verdict_other"].notna() & (
+        out["verdict_base"] != out["verdict_other"])
+    return out
+
+
 @dataclass
 class PaperReport:
     values: PaperValues
@@ -188,6 +218,8 @@ class PaperReport:
     scale: dict
     compared: dict[str, list[Compared]]  # artefact id -> its comparisons
     competence: pd.DataFrame | None = None  # results/competence.csv, where the paper's analysis writes one
+    gpu: pd.DataFrame | None = None  # the medium GPU profile's claims (GPU_DIR/<paper>/claims.csv), where a GPU run wrote them
+    scales: pd.DataFrame | None = None  # ``claims`` beside ``gpu`` (:func:`across_scales`), with ``gpu``
 
     @property
     def counts(self) -> dict[str, int]:
@@ -219,7 +251,10 @@ def collect(reports: Path, papers: Sequence[str], params: Mapping, paper_scale: 
             compared[art.id] = [compare(reports, c, f) for c in art.compare for f in expand(reports, [c.file], where)]
         comp_path = reports / paper / "results" / "competence.csv"
         comp = competence.read(comp_path) if comp_path.is_file() else None
-        out.append(PaperReport(values, cl.read(claims_path), scale(params, paper_scale, paper), compared, comp))
+        gpu_path = reports / GPU_DIR / paper / "claims.csv"
+        claims, gpu = cl.read(claims_path), (cl.read(gpu_path) if gpu_path.is_file() else None)
+        out.append(PaperReport(values, claims, scale(params, paper_scale, paper), compared, comp, gpu,
+                               None if gpu is None else across_scales(claims, gpu)))
     return out
 
 
