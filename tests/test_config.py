@@ -41,6 +41,8 @@ def test_the_gpu_profile_validates_and_keeps_the_offline_models():
     overrides.merge(raw, config.read_yaml(REPO / "configs" / "gpu.yaml"))
     p = validate(raw, "gpu")
     assert p.common.device == "cuda" and len(p.intersect.train.runs) == 24 and p.fairrank.data.max_pairs == 3000
+    # five times the CPU default's pairs at its rate put fairrank's base ranker below BM25 (docs/fairrank.md)
+    assert p.fairrank.train.learning_rate < validate(fresh(), "cpu").fairrank.train.learning_rate
     per_task = len(p.ragcontrol.train.runs) * len(p.ragcontrol.train.merges) / len(p.ragcontrol.tasks)
     assert per_task == 20  # embedders per task: freeze_layers 0-4 x 4 WiSE-FT merges
     assert names(raw) == names(fresh())  # no model that does not ship offline
