@@ -212,6 +212,16 @@ def test_the_medium_gpu_profiles_claims_sit_under_the_papers_own_with_the_verdic
     assert "[gpu/alpha/claims.csv](gpu/alpha/claims.csv). Claims: 1 reproduced, 2 contradicted. 1 of the 2 claims " \
            "judged at both scales change verdict; 1 only at the CPU default, 1 only at the GPU profile:" in md
     assert "| D is flat | 0.0058 [-0.0214, 0.0377] | underpowered | 0.0312 [0.0107, 0.0518] | contradicted |" in md
+    # a check that stops holding at scale (the method no longer does what the claims about it presuppose) is listed
+    base = pd.read_csv(reports / "alpha/results/claims.csv")
+    check = base.loc[[0]].assign(claim="the penalty acts", kind="check", verdict="reproduced")
+    pd.concat([base, check]).to_csv(reports / "alpha/results/claims.csv", index=False)
+    pd.concat([gpu.drop(index=1), check.assign(verdict="underpowered")]).to_csv(reports / "gpu/alpha/claims.csv",
+                                                                                  index=False)
+    md = render.build(reports, ["alpha"], PARAMS, PAPER_SCALE)[0]
+    assert "1 of the 2 claims judged at both scales change verdict; 1 only at the CPU default, 1 only at the GPU " \
+           "profile; so do 1 of the 1 checks:" in md
+    assert "| the penalty acts (check) | " in md and "| reproduced | " in md.split("the penalty acts (check)")[1]
     assert md.index("### Claims") < md.index("### At the medium GPU profile")
     assert "A lowers bias | " not in md.split("### At the medium GPU profile")[1]  # same verdict: not listed
     assert "<h3>At the medium GPU profile</h3><p><a href='gpu/alpha/claims.csv'>" in page and "<td>0.0312 [0.0107" in page
@@ -225,9 +235,13 @@ def test_claims_across_scales_pair_by_text_and_refuse_a_repeated_claim():
     base = t([("a", "reproduced", 1.0, "claim"), ("b", "underpowered", 2.0, "claim"), ("chk", "reproduced", 0, "check")])
     other = t([("c", "ruled_out", 3.0, "claim"), ("b", "contradicted", 4.0, "claim"), ("a", "reproduced", 5.0, "claim")])
     out = report.across_scales(base, other)
-    assert out["claim"].tolist() == ["a", "b", "c"]  # base's order, then the other's own; checks are not claims
-    assert out["changed"].tolist() == [False, True, False]
+    assert out["claim"].tolist() == ["a", "b", "chk", "c"]  # base's order, then the other's own
+    assert out["kind"].tolist() == ["claim", "claim", "check", "claim"]
+    assert out["changed"].tolist() == [False, True, False, False]
     assert out.loc[1, ["our_value_base", "our_value_other"]].tolist() == [2.0, 4.0]
-    assert pd.isna(out.loc[2, "verdict_base"]) and out.loc[2, "paper_section"] == "§1"
+    assert pd.isna(out.loc[3, "verdict_base"]) and out.loc[3, "paper_section"] == "§1"
+    with_check = pd.concat([other, t([("chk", "underpowered", 0.5, "check"), ("note", "n/a", 0, "info")])])
+    out = report.across_scales(base, with_check)  # a check is paired like a claim; other kinds are left out
+    assert out["claim"].tolist() == ["a", "b", "chk", "c"] and out["changed"].tolist() == [False, True, True, False]
     with pytest.raises(ValueError, match=r"the other claims table holds \['a'\] more than once"):
         report.across_scales(base, pd.concat([other, other.tail(1)]))

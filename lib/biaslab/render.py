@@ -95,16 +95,22 @@ SCALE_HEAD = ["claim", "CPU default: ours [CI]", "verdict", "medium GPU profile:
 def scale_section(rep: PaperReport) -> tuple[str, str, list[list[str]]]:
     """What the report says of a paper's claims at the medium GPU profile (``rep.gpu``, paired in ``rep.scales``):
     their file (relative to reports/), a sentence (their verdict counts; how many of the claims both runs judged
-    change verdict, and those one run has alone) and a row per claim whose verdict changed (:data:`SCALE_HEAD`)."""
+    change verdict, and those one run has alone; the checks that change) and a row per claim or check whose verdict
+    changed (:data:`SCALE_HEAD`)."""
     t = rep.scales
-    both = int((t["verdict_base"].notna() & t["verdict_other"].notna()).sum())
-    changed = t[t["changed"]]
-    text = (f"Claims: {_counts_text(cl.summary(rep.gpu))}. {len(changed)} of the {both} claims judged at both scales "
-            "change verdict")
-    alone = [f"{n} only at {where}" for n, where in ((int(t["verdict_other"].isna().sum()), "the CPU default"),
-                                                      (int(t["verdict_base"].isna().sum()), "the GPU profile")) if n]
-    text += ("; " + ", ".join(alone) if alone else "") + (":" if len(changed) else ".")
-    rows = [[str(r.claim), _interval(r.our_value_base, r.ci_low_base, r.ci_high_base), str(r.verdict_base),
+    judged = t["verdict_base"].notna() & t["verdict_other"].notna()
+    claim, changed = t["kind"] == "claim", t[t["changed"]]
+    text = (f"Claims: {_counts_text(cl.summary(rep.gpu))}. {int((t['changed'] & claim).sum())} of the "
+            f"{int((judged & claim).sum())} claims judged at both scales change verdict")
+    only = {where: int((t[f"verdict_{side}"].isna() & claim).sum())
+            for side, where in (("other", "the CPU default"), ("base", "the GPU profile"))}
+    alone = [f"{n} only at {where}" for where, n in only.items() if n]
+    text += ("; " + ", ".join(alone)) if alone else ""
+    if (t["changed"] & ~claim).any():  # a check that changes says the claims about its method mean something else
+        text += f"; so do {int((t['changed'] & ~claim).sum())} of the {int((judged & ~claim).sum())} checks"
+    text += ":" if len(changed) else "."
+    rows = [[str(r.claim) + (" (check)" if r.kind == "check" else ""),
+             _interval(r.our_value_base, r.ci_low_base, r.ci_high_base), str(r.verdict_base),
              _interval(r.our_value_other, r.ci_low_other, r.ci_high_other), str(r.verdict_other)]
             for r in changed.itertuples(index=False)]
     return f"{GPU_DIR}/{rep.values.paper}/claims.csv", text, rows
@@ -113,7 +119,7 @@ def scale_section(rep: PaperReport) -> tuple[str, str, list[list[str]]]:
 def gpu_note(reps: Sequence[PaperReport]) -> str:
     """The intro's sentence on the medium GPU profile: which papers have claims there, or that none has yet."""
     have = [rep.values.paper for rep in reps if rep.gpu is not None]
-    where = f"{GPU_DIR}/<paper>/claims.csv, written by scripts/device_check.sh on a GPU"
+    where = f"{GPU_DIR}/<paper>/claims.csv; where and how each was computed: {GPU_DIR}/README.md"
     if not have:
         return f"No paper has claims at the medium GPU profile (configs/gpu.yaml) yet ({where})."
     return (f"At the medium GPU profile (configs/gpu.yaml; {where}): {', '.join(have)}, each under its own claims, "
@@ -301,7 +307,8 @@ def markdown(reps: Sequence[PaperReport], moved: pd.DataFrame | None, made_by: M
                          f"{_num(r.mde)} | **{r.verdict}** |")
         if rep.gpu is not None:
             gfile, text, rows = scale_section(rep)
-            lines += ["", "### At the medium GPU profile", "", f"[{gfile}]({gfile}). {text}"]
+            by = f", made by [{claims_nb}]({claims_nb}) at the profile's parameters" if claims_nb else ""
+            lines += ["", "### At the medium GPU profile", "", f"[{gfile}]({gfile}){by}. {text}"]
             if rows:
                 lines += ["", "| " + " | ".join(SCALE_HEAD) + " |", "|" + "---|" * len(SCALE_HEAD)]
                 lines += ["| " + " | ".join(_cell(x) for x in r) + " |" for r in rows]
@@ -430,7 +437,9 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
         out.append("</table></div>")
         if rep.gpu is not None:
             gfile, text, rows = scale_section(rep)
-            out.append(f"<h3>At the medium GPU profile</h3><p><a href='{e(gfile)}'>{e(gfile)}</a>. {e(text)}</p>")
+            by = _made(claims_file, made_by)
+            out.append(f"<h3>At the medium GPU profile</h3><p><a href='{e(gfile)}'>{e(gfile)}</a>{by}"
+                       f"{' at the profile&#x27;s parameters' if by else ''}. {e(text)}</p>")
             if rows:
                 out.append(_scroll("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in SCALE_HEAD) + "</tr>"
                                    + "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows)

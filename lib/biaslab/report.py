@@ -7,8 +7,8 @@ the verdict counts and the full claims table (``reports/<paper>/results/claims.c
 its interval, the verdict computed by the paper's analysis stage), and each of the paper's tables and figures
 (``reports/paper_values/<paper>.yaml``) beside the files that regenerate it, with the verdicts of the claims that
 belong to it and, where a stage output carries the paper's printed numbers beside ours, a row-by-row comparison
-with a computed verdict ("k of n within ±x of the paper", or "not comparable" and why); where a GPU run wrote
-the paper's claims at the medium profile (``reports/gpu/<paper>/claims.csv``), which verdicts change with scale. One
+with a computed verdict ("k of n within ±x of the paper", or "not comparable" and why); where the paper's claims
+at the medium profile are committed (``reports/gpu/<paper>/claims.csv``), which verdicts change with scale. One
 closing section lists, for all papers, what is not regenerated and why, and every contradicted
 claim. Nothing here types a result: every number comes from a claims table, and the artefact files hold only names,
 references and reasons.
@@ -32,7 +32,7 @@ from . import claims as cl
 from . import competence
 
 # Under reports/: the medium GPU profile's claims, one folder per paper, as scripts/device_check.sh writes them
-# (its GPU_RESULTS) and a GPU session commits them; shown under each paper's own claims where present.
+# (its GPU_RESULTS; where each was computed: its README.md); shown under each paper's own claims where present.
 GPU_DIR = "gpu"
 
 class PaperNumber(BaseModel):
@@ -187,24 +187,27 @@ def compare(reports: Path, spec: Comparison, file: str) -> Compared:
 
 
 def across_scales(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """The claims (kind ``claim``) of two runs of one paper at different scales side by side (the CPU default's
-    table and the medium GPU profile's, say), joined on the claim's text: ``claim``, ``paper_section``, then
-    ``verdict``, ``our_value``, ``ci_low``, ``ci_high`` of each run (suffixes ``_base`` and ``_other``; empty where a
-    claim is in one table only) and ``changed``: both runs judged it and their verdicts differ. Rows in ``base``'s
-    order, then the claims only ``other`` has. A claim text twice in one table cannot be paired: ValueError."""
+    """The claims and checks (kinds ``claim``, ``check``: a check's verdict says whether a method did what it is
+    for, which the claims about it presuppose) of two runs of one paper at different scales side by side (the CPU
+    default's table and the medium GPU profile's, say), joined on the row's text: ``claim``, ``kind``,
+    ``paper_section``, then ``verdict``, ``our_value``, ``ci_low``, ``ci_high`` of each run (suffixes ``_base`` and
+    ``_other``; empty where a row is in one table only) and ``changed``: both runs judged it and their verdicts
+    differ. Rows in ``base``'s order, then those only ``other`` has. A text twice in one table cannot be paired:
+    ValueError."""
     sides = []
     for name, df in (("base", base), ("other", other)):
-        rows = df[df["kind"] == "claim"]
+        rows = df[df["kind"].isin(["claim", "check"])]
         twice = rows["claim"][rows["claim"].duplicated()].unique().tolist()
         if twice:
             raise ValueError(f"the {name} claims table holds {twice[:3]!r} more than once: a claim's text must name "
                              "it uniquely to be compared across scales")
-        sides.append(rows[["claim", "paper_section", "verdict", "our_value", "ci_low", "ci_high"]])
+        sides.append(rows[["claim", "kind", "paper_section", "verdict", "our_value", "ci_low", "ci_high"]])
     base_rows, other_rows = sides
     only_other = other_rows[~other_rows["claim"].isin(base_rows["claim"])]
-    out = pd.concat([base_rows.merge(other_rows.drop(columns="paper_section"), on="claim", how="left",
+    shared = ("claim", "kind", "paper_section")
+    out = pd.concat([base_rows.merge(other_rows.drop(columns=["kind", "paper_section"]), on="claim", how="left",
                                      suffixes=("_base", "_other")),
-                     only_other.rename(columns=lambda c: c if c in ("claim", "paper_section") else f"{c}_other")],
+                     only_other.rename(columns=lambda c: c if c in shared else f"{c}_other")],
                     ignore_index=True)
     out["changed"] = out["verdict_base"].notna() & out["verdict_other"].notna() & (
         out["verdict_base"] != out["verdict_other"])
@@ -218,7 +221,7 @@ class PaperReport:
     scale: dict
     compared: dict[str, list[Compared]]  # artefact id -> its comparisons
     competence: pd.DataFrame | None = None  # results/competence.csv, where the paper's analysis writes one
-    gpu: pd.DataFrame | None = None  # the medium GPU profile's claims (GPU_DIR/<paper>/claims.csv), where a GPU run wrote them
+    gpu: pd.DataFrame | None = None  # the medium GPU profile's claims (GPU_DIR/<paper>/claims.csv), where committed
     scales: pd.DataFrame | None = None  # ``claims`` beside ``gpu`` (:func:`across_scales`), with ``gpu``
 
     @property
