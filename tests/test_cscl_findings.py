@@ -158,6 +158,59 @@ def test_embedding_panels_and_their_leakage_rows():
     assert findings.panel_leakage(leakage, 0, {}).empty
 
 
+def test_group_geometry_sees_groups_cluster_apart_inside_a_class():
+    """Fig. 10's reading as numbers: two groups on opposite sides inside each class give a positive same-group
+    premium; the same points with the group labels shuffled give about none."""
+    rng = np.random.default_rng(0)
+    n = 400
+    y, a = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    x = np.zeros((n, 3))
+    x[:, 0] = 5.0 * (2 * y - 1)            # the class: the cluster's centre
+    x[:, 1] = 2.0 * (2 * a - 1)            # the group: a side of it
+    x[:, 2] = rng.normal(size=n)
+    apart = findings.group_geometry(x, a, y)
+    mixed = findings.group_geometry(x, rng.permutation(a), y)
+    assert apart["same_group_premium"] > 0.2 and abs(mixed["same_group_premium"]) < 0.05
+    assert apart["within_class_cosine"] == pytest.approx(mixed["within_class_cosine"])
+    tight = findings.group_geometry(x * [1, 0, 0], a, y)  # every point of a class at its centre
+    assert tight == {"within_class_cosine": pytest.approx(1.0), "same_group_premium": pytest.approx(0.0)}
+
+
+def test_cs_negatives_per_anchor_is_the_expected_same_cell_count_in_a_batch():
+    """(B − 1) Σ n_c (n_c − 1) / (N (N − 1)), checked by drawing batches."""
+    rng = np.random.default_rng(1)
+    train = pd.DataFrame({"y": rng.integers(0, 21, 500), "a": rng.integers(0, 2, 500)})
+    expected = findings.cs_negatives_per_anchor(train, 32)
+    cell = (train["y"] * 2 + train["a"]).to_numpy()
+    drawn = [np.mean(np.bincount(cell[idx])[cell[idx]] - 1)
+             for idx in (rng.choice(500, 32, replace=False) for _ in range(4000))]
+    assert expected == pytest.approx(np.mean(drawn), rel=0.03)
+    assert findings.cs_negatives_per_anchor(pd.DataFrame({"y": [0, 0], "a": [1, 1]}), 32) == 1.0
+    assert findings.cs_negatives_per_anchor(pd.DataFrame({"y": [0, 1], "a": [0, 0]}), 32) == 0.0
+
+
+def test_geometry_reads_a_finished_run(tmp_path):
+    """One row per (task, setting, seed) of a run's features, with the probe the analysis's checks use."""
+    rng = np.random.default_rng(2)
+    base = tmp_path / "data/processed/cscl"
+    (base / "tasks/t").mkdir(parents=True)
+    (base / "features").mkdir(parents=True)
+    rows = pd.DataFrame({"y": rng.integers(0, 2, 90), "a": rng.integers(0, 2, 90),
+                         "split": ["train"] * 50 + ["test"] * 40})
+    rows.to_parquet(base / "tasks/t/rows.parquet")
+    test = rows[rows["split"] == "test"].reset_index(drop=True)
+    feats = {s: {"t|ce|None": rng.normal(size=(40, 4)), "t|two_stage|5.0": rng.normal(size=(40, 4))} for s in (0, 1)}
+    for s, f in feats.items():
+        np.savez(base / "features" / f"seed{s}.npz", **f)
+    table = findings.geometry(tmp_path, ["t"], [0, 1], batch_size=8, folds=3, seed=0)
+    assert len(table) == 4 and set(table["setting"]) == {"ce|None", "two_stage|5.0"}
+    row = table[(table["seed"] == 1) & (table["setting"] == "two_stage|5.0")].iloc[0]
+    x, a, y = feats[1]["t|two_stage|5.0"], test["a"].to_numpy(), test["y"].to_numpy()
+    assert row["group_read_over_chance"] == findings.group_leakage(x, a, y, folds=3, seed=0)
+    assert row["same_group_premium"] == findings.group_geometry(x, a, y)["same_group_premium"]
+    assert row["cs_negatives_per_anchor"] == findings.cs_negatives_per_anchor(rows[rows["split"] == "train"], 8)
+
+
 def test_a_runs_outcome_is_its_result_row_and_its_prediction_rows():
     from biaslab.cscl import experiment
 

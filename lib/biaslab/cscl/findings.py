@@ -230,6 +230,72 @@ def panel_leakage(leakage: Leakage, seed: int, panels: Mapping[str, Mapping[str,
                         columns=["task", "setting", "group_read_over_chance"])
 
 
+def group_geometry(features: np.ndarray, groups: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """App. C.2 reads Fig. 10 as: under CE, points of one group inside a class form small clusters; with CS-InfoNCE
+    they mix. Two numbers say it without a t-SNE, from the cosine between every two test examples of one class:
+    ``within_class_cosine``, its mean (how tight the class's cluster is; SupCon alone pulls it towards 1), and
+    ``same_group_premium``, the mean cosine of two examples of the same group minus that of two of different groups
+    (> 0: the groups cluster apart inside the class; 0: mixed), averaged over the classes that hold both groups."""
+    x = np.asarray(features, dtype=float)
+    x = x / np.linalg.norm(x, axis=1, keepdims=True).clip(1e-12)
+    within, premium = [], []
+    for c in np.unique(labels):
+        m = labels == c
+        if m.sum() < 2:
+            continue
+        sim, g = x[m] @ x[m].T, groups[m]
+        other = ~np.eye(len(g), dtype=bool)
+        within.append(sim[other].mean())
+        same, cross = (g[:, None] == g[None, :]) & other, g[:, None] != g[None, :]
+        if same.any() and cross.any():
+            premium.append(sim[same].mean() - sim[cross].mean())
+    nan = float("nan")
+    return {"within_class_cosine": float(np.mean(within)) if within else nan,
+            "same_group_premium": float(np.mean(premium)) if premium else nan}
+
+
+def cs_negatives_per_anchor(train: pd.DataFrame, batch_size: int) -> float:
+    """How many other examples of its own (y, a) cell, the only negatives CS-InfoNCE has (§3.2, eq. 2), an anchor
+    meets on average in a uniformly shuffled batch of the training rows ``train`` (columns ``y``, ``a``):
+    (B − 1) Σ_c n_c (n_c − 1) / (N (N − 1)). Below 1, most anchors contrast their two views with nothing else, and
+    the term is log 1 = 0 for them."""
+    cells = train.groupby(["y", "a"]).size().to_numpy()
+    n = int(cells.sum())
+    if n < 2:
+        return 0.0
+    return float((min(batch_size, n) - 1) * (cells * (cells - 1)).sum() / (n * (n - 1)))
+
+
+def geometry(root, tasks: Sequence[str], seeds: Sequence[int], *, batch_size: int, folds: int,
+             seed: int) -> pd.DataFrame:
+    """Why CS-InfoNCE acts on one task and not another, from a finished run under ``root`` (its
+    ``data/processed/cscl``: the tasks' rows and every seed's test features): per task, setting and seed, the group
+    read within class (:func:`group_leakage`), :func:`group_geometry`, and the task's
+    :func:`cs_negatives_per_anchor` at ``batch_size`` (``cscl.train.pretrain_batch_size``). ``folds``, ``seed``: the
+    analysis's probe (``cscl.embedding_plot.probe_folds``, ``common.seed``), so its reads equal the checks'."""
+    from pathlib import Path
+
+    from .experiment import load_features
+
+    base = Path(root) / "data/processed/cscl"
+    tests, _ = task_inputs(base / "tasks", tasks)
+    negatives = {t: cs_negatives_per_anchor(pd.read_parquet(base / "tasks" / t / "rows.parquet").query(
+        "split == 'train'"), batch_size) for t in tasks}
+    features = {s: load_features(base / "features" / f"seed{s}.npz") for s in seeds}
+    leakage = Leakage(features, tests, folds=folds, seed=seed)
+    rows = []
+    for s in seeds:
+        for key, x in features[s].items():
+            task, setting = key.split("|", 1)
+            if task not in tests:
+                continue
+            test = tests[task]
+            rows.append({"task": task, "setting": setting, "seed": s, "group_read_over_chance": leakage(s, key),
+                         **group_geometry(x, test["a"].to_numpy(), test["y"].to_numpy()),
+                         "cs_negatives_per_anchor": negatives[task]})
+    return pd.DataFrame(rows)
+
+
 def leakage_checks(leakage: Leakage, methods: Mapping) -> list[cl.Pending]:
     """The mitigation acts (a ``check``, never a reproduction): for every CL method and task, CS-InfoNCE at the
     largest λ lowers how much of the protected group a linear probe reads from the test features within each class
