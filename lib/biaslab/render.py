@@ -438,8 +438,9 @@ def html_page(reps: Sequence[PaperReport], reports: Path, moved: pd.DataFrame | 
         if rep.gpu is not None:
             gfile, text, rows = scale_section(rep)
             by = _made(claims_file, made_by)
-            out.append(f"<h3>At the medium GPU profile</h3><p><a href='{e(gfile)}'>{e(gfile)}</a>{by}"
-                       f"{' at the profile&#x27;s parameters' if by else ''}. {e(text)}</p>")
+            at = e(" at the profile's parameters") if by else ""
+            out.append(f"<h3>At the medium GPU profile</h3><p><a href='{e(gfile)}'>{e(gfile)}</a>{by}{at}. "
+                       f"{e(text)}</p>")
             if rows:
                 out.append(_scroll("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in SCALE_HEAD) + "</tr>"
                                    + "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows)
