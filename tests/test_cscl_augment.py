@@ -1,12 +1,15 @@
 """EDA views: the four operations, seeded; WordNet read from its database files; embedding-neighbour synonyms;
-contextual-LM substitution and insertion (the sampler on given predictions, and the causal LM that makes them)."""
+contextual-LM substitution and insertion (the sampler on given predictions, and the causal LM that makes them);
+counterfactual views (identity terms swapped)."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import pytest
 
-from biaslab.cscl import augment
+from biaslab.cscl import augment, terms
 
 SYN = {"quick": ["fast", "speedy"], "dog": ["hound"], "lazy": ["idle"]}.get
 
@@ -40,6 +43,29 @@ def test_eda_makes_n_views_seeded_and_uses_each_operation():
     assert all("dog" in v.split() and "hound" not in v.split() for v in kept)  # never replaced, deleted or inserted
     with pytest.raises(ValueError, match="cscl.augment.alpha"):
         augment.eda(text, fake, alpha=1.5, n_aug=2, seed=0)
+
+
+def test_swap_terms_swaps_whole_identity_words_in_their_case():
+    gender, race = terms.counterparts("genderqa_topic"), terms.counterparts("sbic_race")
+    assert augment.swap_terms("He told HER: his son, she's Mr. Shed.", gender) == \
+        "She told HIM: her daughter, he's Mrs. Shed."
+    assert augment.swap_terms("Black and white; African-American blacks", race) == \
+        "White and black; European-American whites"
+    for task in ("genderqa_topic", "sbic_race"):  # every swapped word, and every counterpart, is an identity term
+        pairs = terms.counterparts(task)
+        assert set(pairs) | set(pairs.values()) <= terms.identity_terms(task)
+    assert [gender[w] for w in ("he", "she", "her", "his", "woman")] == ["she", "he", "him", "her", "man"]
+
+
+def test_views_with_swap_are_the_views_with_every_identity_term_swapped():
+    text = "She said her husband and his son walked the lazy dog with a quick fox"
+    keep, swap = terms.identity_terms("genderqa_topic"), terms.counterparts("genderqa_topic")
+    plain = augment.views([text], "eda", alpha=0.3, n_aug=8, seed=0, keep=keep, synonym_fn=fake)
+    swapped = augment.views([text], "eda", alpha=0.3, n_aug=8, seed=0, keep=keep, swap=swap, synonym_fn=fake)
+    assert swapped == [[augment.swap_terms(v, swap) for v in plain[0]]] and swapped != plain
+    gendered = Counter(swap[w] for w in augment.clean(text).split() if w in keep)
+    for v in swapped[0]:  # kept identity terms, each now its counterpart: the views disagree on every one
+        assert Counter(w for w in v.split() if w in keep) == gendered
 
 
 def write_wordnet(folder):

@@ -28,6 +28,11 @@
   GenderBias-QA passages the sensitivity stage's results came out byte-identical, the stage 223 s instead of 285 s
   (README, cscl).
 
+* Counterfactual views (``cscl.augment.swap_identity_terms``, beyond the paper; a diagnostic, docs/cscl.md): after
+  the augmentation every identity term of a view becomes its counterpart (:func:`swap_terms`, he ↔ she, black ↔
+  white, ... from :func:`biaslab.cscl.terms.counterparts`), so the two views of an example disagree on every
+  gendered word they carry. CS-InfoNCE's assumption that a view keeps its example's a no longer holds for the words.
+
 Back-translation (wmt19-en-de and back) has no offline substitute here: no translation model ships in a package,
 and the registry's only generator (SmolLM2-135M) is poor at faithful rewriting — a paraphrase from it would change
 the label or the group of too many views for CS-InfoNCE's assumption (a view keeps its example's y and a).
@@ -37,7 +42,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -340,16 +345,36 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
         out.append(" ".join(new))
     return out
 
+def swap_terms(text: str, pairs: Mapping[str, str]) -> str:
+    """``text`` with every whole word found in ``pairs`` (lower-case word → counterpart) replaced by its counterpart,
+    in the word's case (He → She, HIS → HER); other words and all punctuation unchanged."""
+    def sub(m: re.Match) -> str:
+        w = m.group(0)
+        new = pairs.get(w.lower())
+        if new is None:
+            return w
+        return new.upper() if w.isupper() else new.capitalize() if w[0].isupper() else new
+
+    return re.sub(r"[A-Za-z]+", sub, text)
+
+
 def views(texts: Sequence[str], method: str, *, alpha: float, n_aug: int, seed: int,
-          keep: Collection[str] = frozenset(), synonym_fn: Callable[[str], Sequence[str]] | None = None,
-          next_words: NextWords | None = None, visible_words: int | None = None) -> list[list[str]]:
+          keep: Collection[str] = frozenset(), swap: Mapping[str, str] | None = None,
+          synonym_fn: Callable[[str], Sequence[str]] | None = None, next_words: NextWords | None = None,
+          visible_words: int | None = None) -> list[list[str]]:
     """``n_aug`` augmented copies of every text by ``method`` (``cscl.augment.strategy``): ``eda`` (needs ``synonym_fn``,
     see :func:`synonym_source`), ``clm_substitute`` / ``clm_insert`` (need ``next_words``, a :class:`NextWords`).
     ``visible_words``: the CLM methods predict only the places an encoder reading that many tokens can see (module
-    doc; ``None``: every place); the views' first ``visible_words`` words are the same either way."""
+    doc; ``None``: every place); the views' first ``visible_words`` words are the same either way. ``swap``: then
+    every view's identity terms become their counterparts (:func:`swap_terms`; counterfactual views)."""
+    out = _views(list(texts), method, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep, synonym_fn=synonym_fn,
+                 next_words=next_words, visible_words=visible_words)
+    return out if swap is None else [[swap_terms(v, swap) for v in vs] for vs in out]
+
+
+def _views(texts, method, *, alpha, n_aug, seed, keep, synonym_fn, next_words, visible_words) -> list[list[str]]:
     from ..runtime import progress
 
-    texts = list(texts)
     if method == "eda":
         if synonym_fn is None:
             raise ValueError("EDA views need a synonym source (cscl.augment.synonyms)")

@@ -1,5 +1,6 @@
 """The identity terms of the cscl tasks (:mod:`biaslab.cscl.tasks`): which words put a text in the race task and
-make a = 1 (Black identity), and which words the augmentations never edit. A module of its own so that a stage can
+make a = 1 (Black identity), which words the augmentations never edit, and each one's counterpart in
+counterfactual views (``cscl.augment.swap_identity_terms``). A module of its own so that a stage can
 use the terms without importing the task builders (and their data readers)."""
 
 from __future__ import annotations
@@ -9,6 +10,13 @@ OTHER_RACE_TERMS = ("white", "whites", "european", "american", "canadian", "asia
                     "hispanic", "latino", "latina", "latinx", "mexican", "middle eastern", "arab", "arabs")
 GENDER_TERMS = ("he", "she", "him", "her", "his", "hers", "himself", "herself", "man", "woman", "men", "women", "mr",
                 "mrs", "ms", "male", "female", "boy", "girl", "father", "mother", "husband", "wife", "son", "daughter")
+# Counterfactual pairs (Zhao et al. 2018's and Lu et al. 2018's gender swap, cut to GENDER_TERMS; for race the Black
+# term and its white counterpart). Read in order, each word keeps its first counterpart: "her" is one word for the
+# object and the possessive and becomes "him", "his" becomes "her"; names are not swapped.
+GENDER_PAIRS = (("he", "she"), ("him", "her"), ("his", "her"), ("hers", "his"), ("himself", "herself"),
+                ("man", "woman"), ("men", "women"), ("mr", "mrs"), ("ms", "mr"), ("male", "female"), ("boy", "girl"),
+                ("father", "mother"), ("husband", "wife"), ("son", "daughter"))
+RACE_PAIRS = (("black", "white"), ("blacks", "whites"), ("african", "european"))
 
 
 def identity_terms(task: str) -> frozenset[str]:
@@ -16,3 +24,12 @@ def identity_terms(task: str) -> frozenset[str]:
     if task.endswith("_race"):
         return frozenset(w for t in BLACK_TERMS + OTHER_RACE_TERMS for w in t.split())
     return frozenset(GENDER_TERMS)
+
+
+def counterparts(task: str) -> dict[str, str]:
+    """Each identity word of the task's pairs (``GENDER_PAIRS`` / ``RACE_PAIRS``) → its counterpart, lower-case."""
+    out: dict[str, str] = {}
+    for a, b in RACE_PAIRS if task.endswith("_race") else GENDER_PAIRS:
+        out.setdefault(a, b)
+        out.setdefault(b, a)
+    return out
