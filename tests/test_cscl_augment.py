@@ -45,11 +45,11 @@ def test_eda_makes_n_views_seeded_and_uses_each_operation():
         augment.eda(text, fake, alpha=1.5, n_aug=2, seed=0)
 
 
-def test_swap_terms_swaps_whole_identity_words_in_their_case():
+def test_replace_words_swaps_whole_identity_words_in_their_case():
     gender, race = terms.counterparts("genderqa_topic"), terms.counterparts("sbic_race")
-    assert augment.swap_terms("He told HER: his son, she's Mr. Shed.", gender) == \
+    assert augment.replace_words("He told HER: his son, she's Mr. Shed.", gender) == \
         "She told HIM: her daughter, he's Mrs. Shed."
-    assert augment.swap_terms("Black and white; African-American blacks", race) == \
+    assert augment.replace_words("Black and white; African-American blacks", race) == \
         "White and black; European-American whites"
     for task in ("genderqa_topic", "sbic_race"):  # every swapped word, and every counterpart, is an identity term
         pairs = terms.counterparts(task)
@@ -61,11 +61,28 @@ def test_views_with_swap_are_the_views_with_every_identity_term_swapped():
     text = "She said her husband and his son walked the lazy dog with a quick fox"
     keep, swap = terms.identity_terms("genderqa_topic"), terms.counterparts("genderqa_topic")
     plain = augment.views([text], "eda", alpha=0.3, n_aug=8, seed=0, keep=keep, synonym_fn=fake)
-    swapped = augment.views([text], "eda", alpha=0.3, n_aug=8, seed=0, keep=keep, swap=swap, synonym_fn=fake)
-    assert swapped == [[augment.swap_terms(v, swap) for v in plain[0]]] and swapped != plain
+    swapped = augment.views([text], "eda", alpha=0.3, n_aug=8, seed=0, keep=keep, edits=swap, synonym_fn=fake)
+    assert swapped == [[augment.replace_words(v, swap) for v in plain[0]]] and swapped != plain
     gendered = Counter(swap[w] for w in augment.clean(text).split() if w in keep)
     for v in swapped[0]:  # kept identity terms, each now its counterpart: the views disagree on every one
         assert Counter(w for w in v.split() if w in keep) == gendered
+
+
+def test_proper_nouns_are_the_words_only_ever_capitalised_and_views_can_mask_them():
+    texts = ["Ken Saro-Wiwa led MOSOP. She was a writer.", "Marie Curie's work, she said, was Curie's.",
+             "The writer said: the man, Mr Ken, spoke."]
+    nouns = terms.proper_nouns(texts, "genderqa_topic")
+    # as a view splits them (hyphen, apostrophe); "the" / "she" occur lower-case; "mr" is an identity term
+    assert nouns == {"ken", "saro", "wiwa", "mosop", "marie", "curies"}
+    assert terms.view_edits("genderqa_topic", texts, swap=False, mask=False) is None
+    masked = terms.view_edits("genderqa_topic", texts, swap=False, mask=True)
+    assert masked == dict.fromkeys(nouns, terms.MASK_WORD)
+    both = terms.view_edits("genderqa_topic", texts, swap=True, mask=True)
+    assert both == terms.counterparts("genderqa_topic") | masked
+    keep = terms.identity_terms("genderqa_topic")
+    views = augment.views(texts[:1], "eda", alpha=0.3, n_aug=8, seed=0, keep=keep, edits=both, synonym_fn=fake)[0]
+    for v in views:  # no name survives, and the kept "she" is now "he"
+        assert not set(v.split()) & nouns and "she" not in v.split() and "he" in v.split()
 
 
 def write_wordnet(folder):

@@ -52,6 +52,7 @@ wordnet_dir = ...  # cscl.augment.wordnet_dir
 neighbours = ...  # cscl.augment.neighbours
 keep_identity_terms = ...  # cscl.augment.keep_identity_terms
 swap_identity_terms = ...  # cscl.augment.swap_identity_terms
+mask_proper_nouns = ...  # cscl.augment.mask_proper_nouns
 lm = ...  # cscl.augment.lm
 top_k = ...  # cscl.augment.top_k
 visible_only = ...  # cscl.augment.visible_only
@@ -86,14 +87,14 @@ sizes
 A = C.augment
 viewed = rows[rows["split"].isin(["train", "val"])]
 keep = terms.identity_terms(task) if A.keep_identity_terms else frozenset()
-swap = terms.counterparts(task) if A.swap_identity_terms else None
+edits = terms.view_edits(task, viewed["text"], swap=A.swap_identity_terms, mask=A.mask_proper_nouns)
 if A.strategy == "eda":
     source = {"synonym_fn": augment.synonym_source(A.synonyms, encoder_dir=M[C.backbone], wordnet_dir=A.wordnet_dir,
                                                  neighbours=A.neighbours)}
 else:
     source = {"next_words": augment.NextWords(M[A.lm], top_k=A.top_k, batch_size=C.train.batch_size, device=P.common.device)}
 views = augment.views(viewed["text"], A.strategy, alpha=A.alpha, n_aug=A.n_aug, seed=P.common.seed, keep=keep,
-                      swap=swap, visible_words=C.train.max_length if A.visible_only else None, **source)
+                      edits=edits, visible_words=C.train.max_length if A.visible_only else None, **source)
 write_parquet(OUT / "views.parquet", pd.DataFrame({"text": viewed["text"].to_numpy(), "views": views}), index=False)
 pd.DataFrame({"text": viewed["text"].head(3).to_numpy(), "view 1": [v[0] for v in views[:3]]})
 

@@ -16,7 +16,8 @@
 # `methods.csv`: every (task, method, trade-off value, seed) with F1, ΔTPR, ΔFPR, ΔEO; `summary.csv`: mean ± std
 # over seeds; one F1-vs-ΔEO figure per task; the hyper-parameter sensitivity of two-stage CL (RQ3, Fig. 4:
 # `sensitivity.csv` and its figure); `claims.csv`: the paper's claims as verdicts from paired bootstrap intervals over
-# the test rows (`biaslab.cscl.findings`).
+# the test rows (`biaslab.cscl.findings`); `geometry.csv` and its figure: why CS-InfoNCE acts on one task and not
+# another.
 
 # %%
 import matplotlib.pyplot as plt
@@ -104,12 +105,12 @@ sens_table
 # that CS-InfoNCE acts: it lowers the group a probe reads from the test features within each class.
 
 # %%
-tests, majority = findings.task_inputs(ROOT / "data/processed/cscl/tasks", C.tasks)
+tests, train = findings.task_inputs(ROOT / "data/processed/cscl/tasks", C.tasks)
 features = {s: experiment.load_features(ROOT / f"data/processed/cscl/features/seed{s}.npz") for s in C.seeds}
 leakage = findings.Leakage(features, tests, folds=C.embedding_plot.probe_folds, seed=P.common.seed)
-claim_rows, competence = findings.paper_claims(preds, sens, leakage, majority, C.methods, C.claims, task=S.task,
-                                               method=S.method, default=default, level=U.confidence,
-                                               rounds=U.rounds, seed=P.common.seed)
+claim_rows, competence = findings.paper_claims(preds, sens, leakage, findings.majority_labels(train), C.methods,
+                                               C.claims, task=S.task, method=S.method, default=default,
+                                               level=U.confidence, rounds=U.rounds, seed=P.common.seed)
 write_csv(OUT / "competence.csv", competence)
 claims = cl.write(OUT / "claims.csv", claim_rows)
 write_json(OUT / "metrics.json", {"summary": findings.summary_records(summary), "claims": cl.summary(claims)})
@@ -136,3 +137,20 @@ for task, keys in panels.items():
     plt.show()
 write_csv(OUT / "group_leakage.csv", group_leakage)
 group_leakage
+
+# %% [markdown]
+# ## Why CS-InfoNCE acts on one task and not another (docs/cscl.md)
+#
+# Fig. 10's picture as numbers, for every setting and seed (`geometry.csv`): the probe's group read within class,
+# the mean cosine of two test examples of one class, and the *same-group premium* — how much closer two examples of
+# the same group are than two of different groups inside a class (0: mixed; above CE's: the groups cluster apart
+# more than under CE) — with the negatives CS-InfoNCE has per anchor (only the other examples of the anchor's
+# (y, a) cell in its batch).
+
+# %%
+geometry = findings.geometry(leakage, train, batch_size=C.train.pretrain_batch_size)
+write_csv(OUT / "geometry.csv", geometry)
+fig = findings.geometry_figure(geometry, C.methods)
+save_figure(fig, OUT / "fig_geometry.png")
+plt.show()
+geometry.groupby(["task", "setting"], sort=False).mean(numeric_only=True).drop(columns="seed")

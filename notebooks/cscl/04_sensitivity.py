@@ -58,6 +58,7 @@ wordnet_dir = ...  # cscl.augment.wordnet_dir
 neighbours = ...  # cscl.augment.neighbours
 keep_identity_terms = ...  # cscl.augment.keep_identity_terms
 swap_identity_terms = ...  # cscl.augment.swap_identity_terms
+mask_proper_nouns = ...  # cscl.augment.mask_proper_nouns
 lm = ...  # cscl.augment.lm
 top_k = ...  # cscl.augment.top_k
 visible_only = ...  # cscl.augment.visible_only
@@ -97,11 +98,11 @@ source = {"next_words": augment.NextWords(M[A.lm], top_k=A.top_k, batch_size=C.t
           "synonym_fn": augment.synonym_source(A.synonyms, encoder_dir=M[C.backbone], wordnet_dir=A.wordnet_dir,
                                              neighbours=A.neighbours) if "eda" in S.augmentations else None}
 keep = terms.identity_terms(S.task) if A.keep_identity_terms else frozenset()
-swap = terms.counterparts(S.task) if A.swap_identity_terms else None
 viewed = rows.loc[rows["split"].isin(["train", "val"]), "text"]
+edits = terms.view_edits(S.task, viewed, swap=A.swap_identity_terms, mask=A.mask_proper_nouns)
 augmented, examples = experiment.augmentation_variants(
     viewed, S.augmentations, bank, method, C.train, encoder_dir=M[C.backbone], alpha=A.alpha, n_aug=A.n_aug,
-    seed=P.common.seed, keep=keep, swap=swap, visible_only=A.visible_only, device=P.common.device, **source)
+    seed=P.common.seed, keep=keep, edits=edits, visible_only=A.visible_only, device=P.common.device, **source)
 variants += augmented
 display(pd.DataFrame({"text": viewed.head(3).to_numpy(),  # noqa: F821
                       "default view 1": [views[t][0] for t in viewed.head(3)],

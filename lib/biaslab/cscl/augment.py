@@ -29,9 +29,12 @@
   (README, cscl).
 
 * Counterfactual views (``cscl.augment.swap_identity_terms``, beyond the paper; a diagnostic, docs/cscl.md): after
-  the augmentation every identity term of a view becomes its counterpart (:func:`swap_terms`, he ↔ she, black ↔
+  the augmentation every identity term of a view becomes its counterpart (:func:`replace_words`, he ↔ she, black ↔
   white, ... from :func:`biaslab.cscl.terms.counterparts`), so the two views of an example disagree on every
   gendered word they carry. CS-InfoNCE's assumption that a view keeps its example's a no longer holds for the words.
+  With ``cscl.augment.mask_proper_nouns`` every word only ever written capitalised in the texts (the subjects' names
+  among them) becomes "someone" in every view, so the two views share no name either (the replacements:
+  :func:`biaslab.cscl.terms.view_edits`).
 
 Back-translation (wmt19-en-de and back) has no offline substitute here: no translation model ships in a package,
 and the registry's only generator (SmolLM2-135M) is poor at faithful rewriting — a paraphrase from it would change
@@ -345,12 +348,13 @@ def clm(text: str, candidates: Sequence[Sequence[str]], probs: np.ndarray, *, ac
         out.append(" ".join(new))
     return out
 
-def swap_terms(text: str, pairs: Mapping[str, str]) -> str:
-    """``text`` with every whole word found in ``pairs`` (lower-case word → counterpart) replaced by its counterpart,
+
+def replace_words(text: str, edits: Mapping[str, str]) -> str:
+    """``text`` with every whole word found in ``edits`` (lower-case word → replacement, e.g. a counterpart) replaced,
     in the word's case (He → She, HIS → HER); other words and all punctuation unchanged."""
     def sub(m: re.Match) -> str:
         w = m.group(0)
-        new = pairs.get(w.lower())
+        new = edits.get(w.lower())
         if new is None:
             return w
         return new.upper() if w.isupper() else new.capitalize() if w[0].isupper() else new
@@ -359,17 +363,18 @@ def swap_terms(text: str, pairs: Mapping[str, str]) -> str:
 
 
 def views(texts: Sequence[str], method: str, *, alpha: float, n_aug: int, seed: int,
-          keep: Collection[str] = frozenset(), swap: Mapping[str, str] | None = None,
+          keep: Collection[str] = frozenset(), edits: Mapping[str, str] | None = None,
           synonym_fn: Callable[[str], Sequence[str]] | None = None, next_words: NextWords | None = None,
           visible_words: int | None = None) -> list[list[str]]:
     """``n_aug`` augmented copies of every text by ``method`` (``cscl.augment.strategy``): ``eda`` (needs ``synonym_fn``,
     see :func:`synonym_source`), ``clm_substitute`` / ``clm_insert`` (need ``next_words``, a :class:`NextWords`).
     ``visible_words``: the CLM methods predict only the places an encoder reading that many tokens can see (module
-    doc; ``None``: every place); the views' first ``visible_words`` words are the same either way. ``swap``: then
-    every view's identity terms become their counterparts (:func:`swap_terms`; counterfactual views)."""
+    doc; ``None``: every place); the views' first ``visible_words`` words are the same either way. ``edits``: word →
+    replacement, applied to every view after its augmentation (:func:`replace_words`; the identity terms'
+    counterparts and masked proper nouns of :func:`biaslab.cscl.terms.view_edits`)."""
     out = _views(list(texts), method, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep, synonym_fn=synonym_fn,
                  next_words=next_words, visible_words=visible_words)
-    return out if swap is None else [[swap_terms(v, swap) for v in vs] for vs in out]
+    return out if edits is None else [[replace_words(v, edits) for v in vs] for vs in out]
 
 
 def _views(texts, method, *, alpha, n_aug, seed, keep, synonym_fn, next_words, visible_words) -> list[list[str]]:

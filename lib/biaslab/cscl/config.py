@@ -46,6 +46,7 @@ class CsclAugment(Section):
     neighbours: int = Field(gt=0)  # embedding synonyms per word
     keep_identity_terms: bool  # never replace / delete / insert identity terms (an addition to EDA)
     swap_identity_terms: bool  # counterfactual views: each identity term of a view swapped (beyond the paper)
+    mask_proper_nouns: bool  # each word only ever capitalised in the texts (names...) masked in every view (beyond)
     lm: str  # the CLM augmentations' language model, a registry name (paper: roberta-base, a masked LM)
     top_k: int = Field(gt=0)  # CLM: a word is sampled by probability from this many predictions (nlpaug: 100)
     visible_only: bool  # CLM: predict only the places within the encoder's max_length words (the same visible views)

@@ -240,17 +240,17 @@ def default_label(method, batch_size: int, augmentation: str) -> str:
 
 
 def augmented_inputs(texts: Sequence[str], augmentation: str, bank: ct.StateBank, *, encoder_dir, alpha: float,
-                     n_aug: int, seed: int, keep, max_length: int, batch_size: int, device: str, swap=None,
+                     n_aug: int, seed: int, keep, max_length: int, batch_size: int, device: str, edits=None,
                      synonym_fn=None, next_words=None, visible_only: bool) -> tuple[pd.Series, ct.StateBank]:
     """The inputs of an augmentation variant (§4.2 RQ3): ``texts``' views by ``augmentation``
     (:func:`biaslab.cscl.augment.views`) as a text → views series, and ``bank`` extended with the frozen states of the
     new views (the originals' are already in it). ``visible_only`` (``cscl.augment.visible_only``): the CLM methods
     predict only the places within the first ``max_length`` words, the ones the encoder can see (module doc of
-    :mod:`biaslab.cscl.augment`). ``swap``: counterfactual views (``cscl.augment.swap_identity_terms``)."""
+    :mod:`biaslab.cscl.augment`). ``edits``: the views' word replacements (:func:`biaslab.cscl.terms.view_edits`)."""
     from . import augment
 
     texts = list(texts)
-    v = augment.views(texts, augmentation, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep, swap=swap,
+    v = augment.views(texts, augmentation, alpha=alpha, n_aug=n_aug, seed=seed, keep=keep, edits=edits,
                       synonym_fn=synonym_fn, next_words=next_words, visible_words=max_length if visible_only else None)
     new = [x for vs in v for x in vs if x not in bank.index]
     extra = ct.compute_states(encoder_dir, new, n_frozen=bank.n_frozen, max_length=max_length,
@@ -260,14 +260,14 @@ def augmented_inputs(texts: Sequence[str], augmentation: str, bank: ct.StateBank
 
 def augmentation_variants(texts: Sequence[str], augmentations: Sequence[str], bank: ct.StateBank, method, train, *,
                           encoder_dir, alpha: float, n_aug: int, seed: int, keep, visible_only: bool, device: str,
-                          swap=None, synonym_fn=None, next_words=None) -> tuple[list[tuple], dict[str, list[str]]]:
+                          edits=None, synonym_fn=None, next_words=None) -> tuple[list[tuple], dict[str, list[str]]]:
     """The sensitivity study's augmentation bars (§4.2 RQ3, Fig. 4): per augmentation, ``method`` trained as
     ``train`` (``cscl.train``) on ``texts`` viewed by it (:func:`augmented_inputs`) — a (label, method, train, views,
     bank) variant of :func:`run_sensitivity` —, and its first view of the first three texts, to show."""
     variants, examples = [], {}
     for aug in augmentations:
         v, b = augmented_inputs(texts, aug, bank, encoder_dir=encoder_dir, alpha=alpha, n_aug=n_aug, seed=seed,
-                                keep=keep, swap=swap, max_length=train.max_length, visible_only=visible_only,
+                                keep=keep, edits=edits, max_length=train.max_length, visible_only=visible_only,
                                 batch_size=train.batch_size, device=device, synonym_fn=synonym_fn,
                                 next_words=next_words)
         variants.append((f"aug={aug}", method, train, v, b))

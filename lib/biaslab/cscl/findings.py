@@ -180,7 +180,7 @@ def _inlp_claims(sets, task: str, by_mode, ev, needs, *, f1_bound: float, eo_sim
                 continue
             bound = eo_similar_share * sets[ce[0]].metric("eo_gap", np.arange(len(sets[ce[0]].y)))
             out.append(cl.no_change(f"{task}: two-stage CL (λ = {top:g}) and INLP (N = {top_n:g}) reach a similar "
-                                    f"ΔEO, within ±{bound:.3g} ({eo_similar_share:.0%} of CE's)", "§4.2 RQ2",
+                                    f"ΔEO, within {eo_similar_share:.0%} of CE's", "§4.2 RQ2",
                                     "similar performance and fairness trade-offs (biasbios)",
                                     ev("eo_gap", (a, 1), (b, -1)), bound=bound, requires=needs(a, b, ce[0])))
             out.append(cl.no_change(f"{task}: two-stage CL (λ = {top:g}) and INLP (N = {top_n:g}) reach a similar "
@@ -266,34 +266,61 @@ def cs_negatives_per_anchor(train: pd.DataFrame, batch_size: int) -> float:
     return float((min(batch_size, n) - 1) * (cells * (cells - 1)).sum() / (n * (n - 1)))
 
 
-def geometry(root, tasks: Sequence[str], seeds: Sequence[int], *, batch_size: int, folds: int,
-             seed: int) -> pd.DataFrame:
-    """Why CS-InfoNCE acts on one task and not another, from a finished run under ``root`` (its
-    ``data/processed/cscl``: the tasks' rows and every seed's test features): per task, setting and seed, the group
-    read within class (:func:`group_leakage`), :func:`group_geometry`, and the task's
-    :func:`cs_negatives_per_anchor` at ``batch_size`` (``cscl.train.pretrain_batch_size``). ``folds``, ``seed``: the
-    analysis's probe (``cscl.embedding_plot.probe_folds``, ``common.seed``), so its reads equal the checks'."""
-    from pathlib import Path
-
-    from .experiment import load_features
-
-    base = Path(root) / "data/processed/cscl"
-    tests, _ = task_inputs(base / "tasks", tasks)
-    negatives = {t: cs_negatives_per_anchor(pd.read_parquet(base / "tasks" / t / "rows.parquet").query(
-        "split == 'train'"), batch_size) for t in tasks}
-    features = {s: load_features(base / "features" / f"seed{s}.npz") for s in seeds}
-    leakage = Leakage(features, tests, folds=folds, seed=seed)
-    rows = []
-    for s in seeds:
-        for key, x in features[s].items():
+def geometry(leakage: Leakage, train: Mapping[str, pd.DataFrame], *, batch_size: int) -> pd.DataFrame:
+    """``geometry.csv``: why CS-InfoNCE acts on one task and not another (docs/cscl.md), per task, setting and seed
+    of the analysis's test features (``leakage.features``): the group read within class (:class:`Leakage`, the
+    checks' probe), :func:`group_geometry`, and the task's :func:`cs_negatives_per_anchor` over its training rows
+    ``train`` (:func:`task_inputs`) at ``batch_size`` (``cscl.train.pretrain_batch_size``). ``setting``:
+    ``method|value`` as the train stage keys it."""
+    negatives = {task: cs_negatives_per_anchor(rows, batch_size) for task, rows in train.items()}
+    out = []
+    for s, features in leakage.features.items():
+        for key, x in features.items():
             task, setting = key.split("|", 1)
-            if task not in tests:
+            if task not in leakage.tests:
                 continue
-            test = tests[task]
-            rows.append({"task": task, "setting": setting, "seed": s, "group_read_over_chance": leakage(s, key),
-                         **group_geometry(x, test["a"].to_numpy(), test["y"].to_numpy()),
-                         "cs_negatives_per_anchor": negatives[task]})
-    return pd.DataFrame(rows)
+            test = leakage.tests[task]
+            out.append({"task": task, "setting": setting, "seed": s, "group_read_over_chance": leakage(s, key),
+                        **group_geometry(x, test["a"].to_numpy(), test["y"].to_numpy()),
+                        "cs_negatives_per_anchor": negatives[task]})
+    return pd.DataFrame(out, columns=["task", "setting", "seed", "group_read_over_chance", "within_class_cosine",
+                                      "same_group_premium", "cs_negatives_per_anchor"])
+
+
+def geometry_figure(table: pd.DataFrame, methods: Mapping):
+    """:func:`geometry` against the trade-off value: per task (columns) the same-group premium and the group read
+    within class (rows), mean ± std over seeds, one line per CL method (``cscl.methods`` of mode contrastive or
+    one_stage) and CE dashed. Above CE's premium, the groups of a class cluster apart more than under CE."""
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(table["task"]))
+    fig, axes = plt.subplots(2, len(tasks), figsize=(4.6 * len(tasks), 6.4), squeeze=False, sharex="col")
+    parts = table["setting"].str.split("|", n=1, expand=True)
+    table = table.assign(method=parts[0], value=pd.to_numeric(parts[1], errors="coerce"))
+    for col, task in enumerate(tasks):
+        t = table[table["task"] == task]
+        for row, (metric, label) in enumerate((("same_group_premium", "same-group premium (cosine)"),
+                                              ("group_read_over_chance", "group read within class"))):
+            ax = axes[row, col]
+            for name, m in methods.items():
+                g = t[t["method"] == name]
+                if g.empty:
+                    continue
+                if m.mode == "ce":
+                    ax.axhline(g[metric].mean(), color="grey", linestyle="--", label=name)
+                elif m.mode in ("contrastive", "one_stage"):
+                    agg = g.groupby("value")[metric].agg(["mean", "std"])
+                    ax.errorbar(agg.index, agg["mean"], yerr=agg["std"], marker="o", capsize=2, label=name)
+            ax.axhline(0, color="black", linewidth=0.6)
+            if col == 0:
+                ax.set_ylabel(label)
+            if row == 0:
+                ax.set_title(task)
+            else:
+                ax.set_xlabel("λ (CS-InfoNCE weight)")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 def leakage_checks(leakage: Leakage, methods: Mapping) -> list[cl.Pending]:
@@ -333,17 +360,21 @@ def paper_claims(preds: pd.DataFrame, sens: Mapping[tuple[str, float], Setting],
     return cl.finalize(pending, level=level, competence_table=comp_table), comp_table
 
 
-def task_inputs(tasks_dir, tasks) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """Per task, its test rows (in the order the stages wrote predictions and features) and the training split's
-    most frequent label (the majority-class classifier of :func:`competence`)."""
+def task_inputs(tasks_dir, tasks) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Per task, its test rows (in the order the stages wrote predictions and features) and its training rows."""
     from pathlib import Path
 
-    tests, majority = {}, {}
+    tests, train = {}, {}
     for task in tasks:
         rows = pd.read_parquet(Path(tasks_dir) / task / "rows.parquet")
         tests[task] = rows[rows["split"] == "test"].reset_index(drop=True)
-        majority[task] = int(rows.loc[rows["split"] == "train", "y"].value_counts().idxmax())
-    return tests, majority
+        train[task] = rows[rows["split"] == "train"].reset_index(drop=True)
+    return tests, train
+
+
+def majority_labels(train: Mapping[str, pd.DataFrame]) -> dict[str, int]:
+    """Per task, the training split's most frequent label: the majority-class classifier of :func:`competence`."""
+    return {task: int(rows["y"].value_counts().idxmax()) for task, rows in train.items()}
 
 
 def tradeoff_figure(summary_rows: pd.DataFrame, task: str):
