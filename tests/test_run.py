@@ -280,9 +280,11 @@ def test_the_gpu_image_environment_holds_the_images_packages_alone(tmp_path):
 
 
 # What the library imports that a GPU machine need not have: the stages run there with `biaslab run --plain` from
-# frozen stages (no DVC, papermill, Jupytext, nbformat), search falls back to torch.topk without FAISS, and the rest
-# belong to surfaces that do not run there (the report notebook, scheduler sweeps, an API-served LLM).
-NOT_NEEDED_ON_THE_GPU = {"dvc", "papermill", "jupytext", "nbformat", "faiss", "IPython", "submitit", "openai"}
+# frozen stages (no DVC, papermill and the traitlets that configure its kernel, Jupytext, nbformat), search falls
+# back to torch.topk without FAISS, and the rest belong to surfaces that do not run there (the report notebook,
+# scheduler sweeps, an API-served LLM).
+NOT_NEEDED_ON_THE_GPU = {"dvc", "papermill", "traitlets", "jupytext", "nbformat", "faiss", "IPython", "submitit",
+                         "openai"}
 
 
 def test_every_module_the_library_imports_is_on_the_gpu_image_or_in_its_bundle():
@@ -445,3 +447,21 @@ def test_the_kernel_gets_the_overridden_seed_and_only_the_overrides(project, mon
         run.execute(member)
     assert seen["parameters"] == {"run": member.split("@")[1]}
     assert seen["hashseed"] == str(config.load_params(project / "params.yaml").common.seed)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="local sockets are a POSIX transport")
+def test_the_kernel_talks_over_private_local_sockets_not_tcp(tmp_path, monkeypatch, capfd):
+    """A stage's kernel listens on ZeroMQ ipc sockets in a folder of its own (mode 700), gone after the run — no
+    TCP port of the machine, and no ipykernel warning about unencrypted TCP in the stage's log."""
+    from pathlib import Path
+
+    monkeypatch.setenv("JUPYTER_PATH", str(run.ensure_kernel()))
+    code = ("import os, ipykernel.kernelapp as k\napp = k.IPKernelApp.instance()\n"
+            "print(app.transport, app.ip, oct(os.stat(os.path.dirname(app.ip)).st_mode & 0o777))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": run.KERNEL_NAME, "display_name": "biaslab", "language": "python"}
+    done = run._run_papermill("check", nb, tmp_path / "check.py", {}, tmp_path, tmp_path / "out.ipynb")
+    transport, ip, mode = done.cells[-1].outputs[0]["text"].split()
+    assert (transport, mode) == ("ipc", "0o700") and Path(ip).is_absolute()
+    assert not Path(ip).parent.exists()  # removed with its sockets
+    assert "without encryption" not in capfd.readouterr().err

@@ -263,7 +263,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+    """argparse's "(default: X)" only where it tells something: not after a help that names its default itself,
+    nor for a flag (False), an unset option (None) or an empty repeatable one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if "default" in (action.help or "") or action.default in (None, False, [], argparse.SUPPRESS):
+            return action.help or ""
+        return super()._get_help_string(action)
 
 
 def _run_epilog() -> str:

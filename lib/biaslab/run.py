@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import functools
 import json
 import os
@@ -376,19 +377,39 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
     return out
 
 
+@contextlib.contextmanager
+def kernel_channels():
+    """How papermill's client talks to the stage's kernel: on POSIX through local sockets (ZeroMQ's ipc transport)
+    in a private temporary folder (mode 700, removed afterwards), so that on a shared machine — a cluster's compute
+    node running `biaslab sweep` jobs — no other user can listen on the kernel's channels, as they can on its TCP
+    ports of localhost (ipykernel warns of that in every stage's log otherwise); TCP where there are no such
+    sockets (Windows) or where ``$TMPDIR`` is too long a path for one. Yields the keyword papermill passes on to
+    the client's kernel manager."""
+    if os.name != "posix":
+        yield {}
+        return
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory(prefix="biaslab-kernel-") as folder:
+        ip = os.path.join(folder, "kernel")  # the kernel's five sockets: kernel-1 ... kernel-5
+        # a socket's path has at most 107 bytes on Linux, 103 on macOS
+        yield {"config": Config({"KernelManager": {"transport": "ipc", "ip": ip}})} if len(ip) < 96 else {}
+
+
 def _run_papermill(stage: str, nb, nb_path: Path, parameters: dict[str, Any], root: Path, tmp_out: Path):
     """The notebook executed by papermill in the project's kernel; a failed run is kept under the cache folder."""
     import papermill
 
     try:
-        return papermill.execute_notebook(
-            nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
-            cwd=str(root), progress_bar=False, log_output=False,
-            # every cell has returned and its outputs are in the notebook; a stage writes its files inside cells
-            # (atomic renames, committed SQLite transactions), so waiting for the interpreter to tear torch down
-            # (a graceful shutdown: ~1.5 s a stage) keeps nothing that a stopped kernel loses
-            shutdown_kernel="immediate",
-        )
+        with kernel_channels() as channels:
+            return papermill.execute_notebook(
+                nb, str(tmp_out), parameters=parameters, kernel_name=KERNEL_NAME, language="python",
+                cwd=str(root), progress_bar=False, log_output=False,
+                # every cell has returned and its outputs are in the notebook; a stage writes its files inside
+                # cells (atomic renames, committed SQLite transactions), so waiting for the interpreter to tear
+                # torch down (a graceful shutdown: ~1.5 s a stage) keeps nothing that a stopped kernel loses
+                shutdown_kernel="immediate", **channels,
+            )
     except papermill.PapermillExecutionError as err:
         failed = cache_dir() / "failed" / f"{stage.replace('@', '_')}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
