@@ -381,10 +381,10 @@ def execute(stage: str, sets: dict[str, Any] | None = None, out: Path | None = N
 def kernel_channels():
     """How papermill's client talks to the stage's kernel: on POSIX through local sockets (ZeroMQ's ipc transport)
     in a private temporary folder (mode 700, removed afterwards), so that on a shared machine — a cluster's compute
-    node running `biaslab sweep` jobs — no other user can listen on the kernel's channels, as they can on its TCP
-    ports of localhost (ipykernel warns of that in every stage's log otherwise); TCP where there are no such
-    sockets (Windows) or where ``$TMPDIR`` is too long a path for one. Yields the keyword papermill passes on to
-    the client's kernel manager."""
+    node running `biaslab sweep` jobs — no other user can connect to the kernel's channels and read what they carry,
+    as they can on its TCP ports of localhost (ipykernel warns of that in every stage's log otherwise); TCP where
+    there are no such sockets (Windows) or where ``$TMPDIR`` is too long a path for one. Yields the keyword papermill
+    passes on to the client's kernel manager."""
     if os.name != "posix":
         yield {}
         return
