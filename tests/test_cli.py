@@ -116,6 +116,28 @@ def test_a_missing_input_names_the_stage_that_builds_it(project):
     st.build_missing([project / "params.yaml"], "a bias card", build=False)  # present: nothing to build
 
 
+def test_building_inputs_stops_before_dvc_where_fetch_has_no_source(project, monkeypatch, tmp_path, capsys):
+    """DVC deletes the fetch stage's committed reports/data files before running it: a fetch that cannot find its
+    data must stop before `dvc repro` starts."""
+    import subprocess
+
+    from biaslab.data.fetch import FetchError
+
+    def no_dvc(*a, **k):
+        raise AssertionError("dvc repro ran")
+
+    monkeypatch.setattr(subprocess, "run", no_dvc)
+    monkeypatch.delenv("BIASLAB_DATA_MIRROR", raising=False)
+    with pytest.raises(FetchError, match=r"exists only as a conversion .* set BIASLAB_DATA_MIRROR"):
+        cli._build_missing([project / "data/processed/ragfair/bbq.parquet"], "a bias card", build=True)
+    monkeypatch.setenv("BIASLAB_DATA_MIRROR", str(tmp_path))  # a folder without the data sets
+    with pytest.raises(FetchError, match=r"seat: .* is not in the mirror"):
+        cli._build_missing([project / "data/processed/ragfair/bbq.parquet"], "a bias card", build=True)
+    monkeypatch.delenv("BIASLAB_DATA_MIRROR")
+    assert cli.main(["detect", "some text"]) == 2  # its retriever is not built here; nothing ran, nothing deleted
+    assert "set BIASLAB_DATA_MIRROR" in capsys.readouterr().err
+
+
 def test_a_card_becomes_a_model_card_section():
     import pandas as pd
 
