@@ -124,10 +124,11 @@ def test_compact_dvc_yaml_is_the_same_yaml():
     import yaml
 
     block = ("stages:\n  s:\n    params:\n      - a.b\n      - \"c.${item}\"\n    outs:\n      - r/x.csv:\n"
-             "          cache: false\n")
+             "          cache: false\n      - r/y.csv:\n          cache: false\n          persist: true\n")
     short = deps.compact(block)
     assert yaml.safe_load(short) == yaml.safe_load(block)
-    assert "params: [a.b, \"c.${item}\"]" in short and "- r/x.csv: {cache: false}" in short
+    assert "params: [a.b, \"c.${item}\"]" in short and "- r/x.csv: {cache: false}\n" in short
+    assert "- r/y.csv: {cache: false, persist: true}\n" in short
     assert deps.compact(short) == short
 
 

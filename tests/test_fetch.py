@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from biaslab.data.fetch import FetchError, check_sources, dataset_rows, fetch, fetch_dataset, load_manifest
+from biaslab.data.fetch import FetchError, dataset_rows, fetch, fetch_dataset, load_manifest
 
 import fixtures
 
@@ -64,21 +64,6 @@ def test_missing_mirror_file_and_offline_errors(tmp_path):
         fetch_dataset("trec_fair_2022", tmp_path / "raw", mirror=None, allow_online=True, manifest=man, timeout=5)
     with pytest.raises(FetchError, match="unknown data set"):
         fetch_dataset("nope", tmp_path / "raw", manifest=man, allow_online=False, timeout=5)
-
-
-def test_sources_are_checked_without_copying(tmp_path, monkeypatch):
-    monkeypatch.delenv("BIASLAB_DATA_MIRROR", raising=False)  # mirror=None falls back to it, as in fetch()
-    mirror = fixtures.write_all(tmp_path / "mirror")
-    man = manifest_for(mirror, "trec_fair_2022")
-    raw = tmp_path / "raw"
-    check_sources(["trec_fair_2022"], raw, mirror=mirror, allow_online=False, manifest=man)
-    assert not raw.exists()  # a check: nothing copied
-    with pytest.raises(FetchError, match="exists only as a conversion"):  # as fetch_dataset says it
-        check_sources(["trec_fair_2022"], raw, mirror=None, allow_online=True, manifest=man)
-    fetch_dataset("trec_fair_2022", raw, mirror=mirror, allow_online=False, manifest=man, timeout=5)
-    check_sources(["trec_fair_2022"], raw, mirror=None, allow_online=False, manifest=man)  # present: no source needed
-    with pytest.raises(FetchError, match="unknown data set"):
-        check_sources(["nope"], raw, mirror=mirror, allow_online=False, manifest=man)
 
 
 @pytest.fixture

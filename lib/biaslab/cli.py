@@ -35,24 +35,6 @@ def _cmd_run(args) -> int:
     return run.main(argv + (["--out", str(args.out)] if args.out else []) + (["--plain"] if args.plain else []))
 
 
-def _build_missing(paths, what: str, build: bool) -> None:
-    """:func:`biaslab.stages.build_missing`, checking first, where it runs ``dvc repro``, that the ``fetch`` stage
-    has a source for every data file it may need: DVC deletes a stage's outputs before running it, and ``fetch``'s
-    are the committed ``reports/data/`` files."""
-    from .stages import build_missing
-
-    build_missing(paths, what, build, before_dvc=_check_data_sources)
-
-
-def _check_data_sources() -> None:
-    from .config import load_params
-    from .data.fetch import check_sources
-    from .paths import resolve
-
-    p = load_params(sections=["data"])
-    check_sources(list(p.data.datasets), resolve(p.data.raw_dir), allow_online=p.data.allow_online)
-
-
 def _cmd_fetch(args) -> int:
     from .config import load_params
     from .data.fetch import fetch
@@ -116,7 +98,7 @@ def _cmd_detect(args) -> int:
     import json
     from pathlib import Path
 
-    from . import detect_cache, models
+    from . import detect_cache, models, stages
     from .config import load_params
     from .paths import repo_root
 
@@ -129,18 +111,18 @@ def _cmd_detect(args) -> int:
     if not args.model.startswith("data/models/"):
         _model_name(args.model)  # a typo fails before anything is built
     if args.model.startswith("data/models/") and not Path(args.model).is_dir():  # a retriever the pipeline trains
-        _build_missing([repo_root() / args.model], "detect", not args.no_build)
+        stages.build_missing([repo_root() / args.model], "detect", not args.no_build)
     model = _model_name(args.model)
     ref_path = Path(args.reference)
     floor_from = None
     if not ref_path.suffix:  # a corpus name: the pipeline's reference corpus, built here when missing
         base = repo_root() / "data/processed/intersect" / args.reference
         ref_path = base / "reference.parquet"
-        _build_missing([ref_path], "detect", not args.no_build)
+        stages.build_missing([ref_path], "detect", not args.no_build)
         if args.min_similarity is None and p.intersect.detect.abstain_quantile is not None:
             # the abstention floor, chosen on the corpus's validation paragraphs with this encoder (intersect.detect)
             floor_from = (base / "splits.parquet", base / "paragraphs.parquet")
-            _build_missing(list(floor_from), "detect's abstention floor", not args.no_build)
+            stages.build_missing(list(floor_from), "detect's abstention floor", not args.no_build)
     elif not ref_path.is_file():
         raise UsageError(f"reference corpus {ref_path} not found (a .parquet with text,label columns)")
     E = p.intersect.evaluate
@@ -204,6 +186,7 @@ def _cmd_claims(args) -> int:
 def _cmd_card(args) -> int:
     import json
 
+    from . import stages
     from .cards import changes as card_changes
     from .cards import export, load, measure
     from .config import load_params
@@ -213,7 +196,7 @@ def _cmd_card(args) -> int:
     root = repo_root()
     P = load_params(sections=["common", "data", "models", "ragfair", "fairrank", "cards"])
     model = _model_name(args.model)
-    _build_missing(load.input_paths(root, P), "a bias card", not args.no_build)
+    stages.build_missing(load.input_paths(root, P), "a bias card", not args.no_build)
     probes = load.load_probes(root, P)
 
     def card_of(source: str) -> measure.Card:

@@ -253,9 +253,12 @@ def _block_style(node) -> None:
 
 
 def compact(text: str, width: int = 118) -> str:
-    """dvc.yaml in the project's layout: an output's ``cache: false`` on its own line (``- path: {cache: false}``)
+    """dvc.yaml in the project's layout: an output and its flags on one line (``- path: {cache: false}``)
     and a stage's ``params`` as one flow list wrapped at ``width`` — the same YAML, a third of the lines."""
-    text = re.sub(r"^( +- [^\n]+:)\n +cache: false$", r"\1 {cache: false}", text, flags=re.M)
+    def flags(m: re.Match) -> str:
+        return m.group(1) + " {" + ", ".join(re.findall(r"\S+: \S+", m.group(2))) + "}\n"
+
+    text = re.sub(r"^( +- [^\n]+:)\n((?: +(?:cache|persist): (?:true|false)\n)+)", flags, text, flags=re.M)
 
     def params(m: re.Match) -> str:
         indent, items = m.group(1), re.findall(r"^ +- (.+)$", m.group(2), flags=re.M)

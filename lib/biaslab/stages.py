@@ -351,10 +351,9 @@ def stage_sets(stage: str, root: Path | None = None) -> dict[str, str]:
     return out
 
 
-def build_missing(paths, what: str, build: bool, *, before_dvc: Callable[[], None] | None = None) -> None:
+def build_missing(paths, what: str, build: bool) -> None:
     """Make the missing ones among ``paths`` by running, with ``dvc repro`` (upstream included), the stages of
-    dvc.yaml that write them, one progress step per stage; with ``build`` false, fail naming the command instead.
-    ``before_dvc``, when given, is called once DVC is certain to run and before it starts (a check that raises)."""
+    dvc.yaml that write them, one progress step per stage; with ``build`` false, fail naming the command instead."""
     import subprocess
     import sys
 
@@ -374,8 +373,6 @@ def build_missing(paths, what: str, build: bool, *, before_dvc: Callable[[], Non
     command = f"dvc repro {' '.join(targets)}"
     if not build:
         raise FileNotFoundError(f"{what} needs {', '.join(map(str, missing))}: build it with `{command}`")
-    if before_dvc is not None:
-        before_dvc()
     print(f"biaslab: {what} needs inputs that are not built yet; running `{command}` (with the stages upstream "
           "of them that are not current)", file=sys.stderr)
     dvc = Path(sys.executable).parent / "dvc"

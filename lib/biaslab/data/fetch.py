@@ -123,62 +123,37 @@ def _download(url: str, dst: Path, entry: dict, dataset: str, timeout: float) ->
             raise FetchError(f"{dataset}: {url} gave a file that does not match the manifest ({problem})")
 
 
-def _source(dataset: str, spec: dict[str, Any], entry: dict[str, Any], dst: Path, mirror: Path | None,
-            allow_online: bool, *, verify: bool = True) -> str:
-    """Where the file of ``entry`` comes from: "present" (``dst`` matches; with ``verify`` false, by size only),
-    "mirror" or "download"; a FetchError naming how to provide it where no source has it."""
-    if dst.is_file() and (_check(dst, entry) is None if verify else dst.stat().st_size == entry["size"]):
-        return "present"
-    if mirror is not None:
-        src = mirror / dataset / entry["path"]
-        if not src.is_file():
-            raise FetchError(f"{dataset}: {entry['path']} is not in the mirror {mirror} (expected {src}); "
-                             f"copy it there from the {_where(dataset, spec)}")
-        return "mirror"
-    if not allow_online:
-        raise FetchError(f"{dataset}: {entry['path']} is missing, no mirror is set and downloads are off "
-                         f"(data.allow_online: false); set {MIRROR_ENV} to a local copy of the data sets")
-    if entry.get("url") is None:
-        raise FetchError(f"{dataset}: {entry['path']} exists only as a conversion of the {_where(dataset, spec)} "
-                         f"(no byte-identical file online); set {MIRROR_ENV} to a folder that holds it")
-    return "download"
-
-
-def _spec(dataset: str, manifest: dict[str, Any]) -> dict[str, Any]:
-    if dataset not in manifest:
-        raise FetchError(f"unknown data set {dataset!r}; known: {', '.join(manifest)}")
-    return manifest[dataset]
-
-
 def fetch_dataset(dataset: str, raw_dir: Path, *, mirror: Path | None = None, allow_online: bool,
                   manifest: dict[str, Any] | None = None, timeout: float) -> list[dict[str, Any]]:
     """Fetch one data set; returns one row per file (path, bytes, sha256, source)."""
-    spec = _spec(dataset, manifest or load_manifest())
+    manifest = manifest or load_manifest()
+    if dataset not in manifest:
+        raise FetchError(f"unknown data set {dataset!r}; known: {', '.join(manifest)}")
+    spec = manifest[dataset]
     rows = []
     for entry in spec["files"]:
         dst = raw_dir / dataset / entry["path"]
-        source = _source(dataset, spec, entry, dst, mirror, allow_online)
-        if source == "mirror":
-            _from_mirror(mirror / dataset / entry["path"], dst, entry, dataset)
-        elif source == "download":
+        if dst.is_file() and _check(dst, entry) is None:
+            source = "present"
+        elif mirror is not None:
+            src = mirror / dataset / entry["path"]
+            if not src.is_file():
+                raise FetchError(f"{dataset}: {entry['path']} is not in the mirror {mirror} (expected {src}); "
+                                 f"copy it there from the {_where(dataset, spec)}")
+            _from_mirror(src, dst, entry, dataset)
+            source = "mirror"
+        elif not allow_online:
+            raise FetchError(f"{dataset}: {entry['path']} is missing, no mirror is set and downloads are off "
+                             f"(data.allow_online: false); set {MIRROR_ENV} to a local copy of the data sets")
+        elif entry.get("url") is None:
+            raise FetchError(f"{dataset}: {entry['path']} exists only as a conversion of the {_where(dataset, spec)} "
+                             f"(no byte-identical file online); set {MIRROR_ENV} to a folder that holds it")
+        else:
             _download(entry["url"], dst, entry, dataset, timeout)
+            source = "download"
         rows.append({"dataset": dataset, "file": entry["path"], "bytes": entry["size"],
                      "sha256": entry["sha256"][:12], "source": source})
     return rows
-
-
-def check_sources(datasets: list[str], raw_dir: str | os.PathLike, *, allow_online: bool,
-                  mirror: Path | None = None, manifest: dict[str, Any] | None = None) -> None:
-    """Fail, as :func:`fetch` would, where a file is neither under ``raw_dir`` (by size) nor in the mirror nor
-    downloadable, without copying or downloading anything: a check to make before ``dvc repro`` runs the fetch
-    stage, because DVC deletes a stage's outputs (the committed ``reports/data/`` files) before running it.
-    Whether a download will succeed is not checked (no network is touched)."""
-    manifest = manifest or load_manifest()
-    mirror = mirror if mirror is not None else mirror_from_env()
-    for dataset in datasets:
-        spec = _spec(dataset, manifest)
-        for entry in spec["files"]:
-            _source(dataset, spec, entry, Path(raw_dir) / dataset / entry["path"], mirror, allow_online, verify=False)
 
 
 def mirror_from_env() -> Path | None:
