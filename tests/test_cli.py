@@ -90,11 +90,22 @@ def test_exit_status_is_2_for_invalid_input_and_1_for_work_that_failed(project, 
         cli.main(["run"])  # argparse: a usage error
     assert exit_.value.code == 2
     assert cli.main(["detect"]) == 2 and "give text(s) or --file" in capsys.readouterr().err
+    assert cli.main(["detect", "--file", str(project / "nope.txt")]) == 2
+    assert "nope.txt: no such file (a text file, one paragraph per line)" in capsys.readouterr().err
     assert cli.main(["detect", "some text", "--model", "data/models/intersect/nope"]) == 2
     assert "data/models/intersect/nope not found, and no stage of dvc.yaml writes it" in capsys.readouterr().err
     assert cli.main(["sweep", str(project / "missing.yaml"), "--executor", "local"]) == 2
     assert "no such sweep file" in capsys.readouterr().err
-    assert cli.main(["claims", "nopaper"]) == 1  # not built (yet): the work cannot be done
+    (project / "configs").mkdir()
+    shutil.copy(REPO / "configs/gpu.yaml", project / "configs/gpu.yaml")
+    assert cli.main(["params", "--apply", "configs/gpu.yml"]) == 2
+    assert "configs/gpu.yml not found (did you mean 'configs/gpu.yaml'?); the profiles: configs/gpu.yaml" in \
+        capsys.readouterr().err
+    assert cli.main(["fetch", "seta"]) == 2  # before any data set is touched
+    assert "unknown data set 'seta' (did you mean 'seat'?); known: indibias," in capsys.readouterr().err
+    assert cli.main(["claims", "ragfiar"]) == 2
+    assert "unknown paper 'ragfiar' (did you mean 'ragfair'?); papers: ragfair, intersect" in capsys.readouterr().err
+    assert cli.main(["claims", "ragfair"]) == 1  # not built (yet) in this project: the work cannot be done
     assert "does not exist; run the stage that writes it" in capsys.readouterr().err
     (project / "notebooks" / "ragfair").mkdir(parents=True)
     shutil.copy(REPO / "notebooks/ragfair/01_seat_audit.py", project / "notebooks/ragfair/01_seat_audit.py")
@@ -114,6 +125,22 @@ def test_a_missing_input_names_the_stage_that_builds_it(project):
     with pytest.raises(st.StageError, match="no stage of dvc.yaml writes it"):
         st.build_missing([project / "nowhere.csv"], "a bias card", build=True)
     st.build_missing([project / "params.yaml"], "a bias card", build=False)  # present: nothing to build
+
+
+@pytest.mark.parametrize("command", ["claims", "params"])  # 44 kB of tables; one short line, written at exit
+def test_a_reader_that_stops_early_gets_no_traceback(command):
+    """`biaslab claims | head`: the pipe closes before the output is written; exit 1, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"import sys; from biaslab.cli import main; sys.exit(main([{command!r}]))"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as in a shell
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # no reader: the first write, or the flush, fails with EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
 
 
 def test_a_failed_fetch_leaves_the_committed_data_reports():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import functools
 import operator
+import os
 import sys
 from pathlib import Path
 
@@ -35,11 +36,21 @@ def _cmd_run(args) -> int:
     return run.main(argv + (["--out", str(args.out)] if args.out else []) + (["--plain"] if args.plain else []))
 
 
+def _check_known(names, known: list[str], kind: str, label: str) -> None:
+    """A usage error for the first of ``names`` not among ``known``, with the closest and every choice."""
+    from .stages import did_you_mean
+
+    for name in names:
+        if name not in known:
+            raise UsageError(f"unknown {kind} {name!r}{did_you_mean(name, known)}; {label}: {', '.join(known)}")
+
+
 def _cmd_fetch(args) -> int:
     from .config import load_params
-    from .data.fetch import fetch
+    from .data.fetch import fetch, load_manifest
     from .paths import resolve
 
+    _check_known(args.datasets, list(load_manifest()), "data set", "known")
     p = load_params(sections=["data"])
     rows, counts = fetch(args.datasets or list(p.data.datasets), resolve(p.data.raw_dir),
                          allow_online=p.data.allow_online)
@@ -66,7 +77,14 @@ def _cmd_models(args) -> int:
 def _cmd_params(args) -> int:
     from .config import load_params
     from .overrides import apply_overrides
+    from .paths import repo_root
+    from .stages import did_you_mean
 
+    if args.apply and not Path(args.apply).is_file():
+        root = repo_root()
+        profiles = sorted(str(f.relative_to(root)) for f in (root / "configs").glob("*.yaml"))
+        raise UsageError(f"{args.apply} not found{did_you_mean(args.apply, profiles)}; the profiles: "
+                         f"{', '.join(profiles)}")
     if args.apply:
         print(f"merged {args.apply} into {apply_overrides(args.apply)}")
     load_params()
@@ -105,6 +123,8 @@ def _cmd_detect(args) -> int:
     p = load_params(sections=["common", "models", "intersect"])
     texts = list(args.texts)
     if args.file:
+        if not Path(args.file).is_file():
+            raise UsageError(f"--file {args.file}: no such file (a text file, one paragraph per line)")
         texts += [t for t in Path(args.file).read_text(encoding="utf-8").splitlines() if t.strip()]
     if not texts:
         raise UsageError("give text(s) or --file")
@@ -172,9 +192,11 @@ def _cmd_deps(args) -> int:
 
 
 def _cmd_claims(args) -> int:
+    from .config import load_params
     from .paths import repo_root
     from .report import claims_text
 
+    _check_known(args.papers, load_params(sections=["report"]).report.papers, "paper", "papers")
     try:
         print(claims_text(repo_root(), args.papers))
     except FileNotFoundError as err:
@@ -383,12 +405,17 @@ def main(argv: list[str] | None = None) -> int:
     from .stages import StageError
 
     try:
-        return args.fn(args)
+        status = args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at the interpreter's exit
+        return status
     except (UsageError, ParamsError, DataError, StageError, ModelUnavailableError) as err:
         print(f"biaslab {args.cmd}: {err}", file=sys.stderr)  # a known model without weights here: nothing ran
         return 2
     except (RuntimeError, FileNotFoundError) as err:
         print(f"biaslab {args.cmd}: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader stopped early (`biaslab claims | head`): no traceback, as Python's docs do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit does not fail again
         return 1
 
 
