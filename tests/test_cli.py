@@ -170,3 +170,46 @@ def test_a_card_becomes_a_model_card_section():
     assert "| spd | 0.04 | abs | 0.05 | -0.01 [-0.02, 0.001] |" in md
     assert "| seat_abs_es | 0.31 | lower | 0.5 | -0.19 |" in md  # no per-unit values: no interval
     assert "| spd_min | 0.01 | noise band | – | – |" in md
+
+
+def test_claims_against_a_revision_shows_what_moved(project, capsys):
+    """`biaslab claims PAPER --against REV`: the verdict counts then and now, each claim whose verdict or printed value
+    moved (verdict changes first, in bold), the competence checks that flipped; nothing else. A REV that is no
+    commit is a usage error (2)."""
+    import subprocess
+
+    import pandas as pd
+
+    results = project / "reports" / "cscl" / "results"
+    results.mkdir(parents=True)
+    for name in ("claims.csv", "competence.csv"):
+        shutil.copy(REPO / "reports/cscl/results" / name, results / name)
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(project), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results")
+    assert cli.main(["claims", "cscl", "--against", "HEAD"]) == 0
+    out = capsys.readouterr().out
+    n = int(pd.read_csv(results / "claims.csv")["kind"].isin(["claim", "check"]).sum())
+    assert f"0 of {n} rows moved, 0 of them in verdict\n\ncompetence: 0 of 72" in out and "| claim | kind |" not in out
+    assert "competence: 0 of 72 checks moved" in out
+    claims = pd.read_csv(results / "claims.csv")
+    first, second = claims["claim"].iloc[0], claims["claim"].iloc[5]
+    claims.loc[0, "our_value"] += 1.0  # a value moves, its verdict stays
+    claims.loc[5, "verdict"] = "contradicted" if claims.loc[5, "verdict"] != "contradicted" else "reproduced"
+    claims.to_csv(results / "claims.csv", index=False)
+    comp = pd.read_csv(results / "competence.csv")
+    comp.loc[3, "passed"] = not comp.loc[3, "passed"]
+    comp.to_csv(results / "competence.csv", index=False)
+    assert cli.main(["claims", "cscl", "--against", "HEAD"]) == 0
+    out = capsys.readouterr().out
+    assert f"2 of {n} rows moved, 1 of them in verdict" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| claim | kind |")]
+    assert [r.split(" | ")[0][2:] for r in rows] == [second, first]  # the verdict change first
+    assert rows[0].endswith("contradicted** |") or rows[0].endswith("reproduced** |")
+    assert f"competence: 1 of 72 checks moved between pass and fail\n- {comp.loc[3, 'check']}: " in out
+    assert cli.main(["claims", "cscl", "--against", "no-such-rev"]) == 2
+    assert "'no-such-rev' is not a commit of the repository" in capsys.readouterr().err

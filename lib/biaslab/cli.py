@@ -8,8 +8,9 @@
     biaslab detect TEXT ... [--model DIR]      intersectional bias labels + top-k evidence (intersect §5)
     biaslab timings FILE                       where stages spent their time (runs with BIASLAB_TIMINGS=FILE)
     biaslab deps [--write] [--cell STAGE]      check (or rewrite) every stage's library / data / params deps
-    biaslab claims [PAPER ...]                 each paper's claims table (reports/<paper>/results/claims.csv) as
-                                               Markdown: verdict counts and every claim with its interval
+    biaslab claims [PAPER ...] [--against REV] each paper's claims table (reports/<paper>/results/claims.csv) as
+                                               Markdown: verdict counts and every claim with its interval; with
+                                               --against, only what moved since git revision REV
     biaslab card MODEL [--against REF] [--json]
                                                a cross-paper bias card of one encoder (a registry name or a model
                                                folder), measured as the cards stage measures every checkpoint, and
@@ -194,11 +195,15 @@ def _cmd_deps(args) -> int:
 def _cmd_claims(args) -> int:
     from .config import load_params
     from .paths import repo_root
-    from .report import claims_text
+    from .report import claims_against, claims_text
 
     _check_known(args.papers, load_params(sections=["report"]).report.papers, "paper", "papers")
     try:
-        print(claims_text(repo_root(), args.papers))
+        print(claims_text(repo_root(), args.papers) if args.against is None else
+              claims_against(repo_root(), args.papers, args.against))
+    except ValueError as err:  # --against names no commit
+        print(f"biaslab claims: {err}", file=sys.stderr)
+        return 2
     except FileNotFoundError as err:
         print(f"biaslab claims: {err}", file=sys.stderr)
         return 1
@@ -374,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     dp.set_defaults(fn=_cmd_deps)
     c = sub.add_parser("claims", help="print each paper's claims table with computed verdicts as Markdown")
     c.add_argument("papers", nargs="*", help="paper slugs (default: every paper with a claims.csv)")
+    c.add_argument("--against", metavar="REV", help="only what moved since git revision REV (HEAD, HEAD~1, a branch, "
+                   "a hash): the verdict counts of both, every claim whose verdict or value changed, the competence "
+                   "checks that flipped")
     c.set_defaults(fn=_cmd_claims)
     cd = sub.add_parser("card", help="a cross-paper bias card of one encoder (the cards stage's measures)")
     cd.add_argument("model", help="a registry name (e.g. minilm) or a sentence-transformers folder")

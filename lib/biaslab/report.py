@@ -188,8 +188,9 @@ def compare(reports: Path, spec: Comparison, file: str) -> Compared:
 
 def across_scales(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     """The claims and checks (kinds ``claim``, ``check``: a check's verdict says whether a method did what it is
-    for, which the claims about it presuppose) of two runs of one paper at different scales side by side (the CPU
-    default's table and the medium GPU profile's, say), joined on the row's text: ``claim``, ``kind``,
+    for, which the claims about it presuppose) of two runs of one paper side by side (the CPU default's table and
+    the medium GPU profile's; a committed revision's and the working tree's, :func:`claims_against`), joined on the
+    row's text: ``claim``, ``kind``,
     ``paper_section``, then ``verdict``, ``our_value``, ``ci_low``, ``ci_high`` of each run (suffixes ``_base`` and
     ``_other``; empty where a row is in one table only) and ``changed``: both runs judged it and their verdicts
     differ. Rows in ``base``'s order, then those only ``other`` has. A text twice in one table cannot be paired:
@@ -200,7 +201,7 @@ def across_scales(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
         twice = rows["claim"][rows["claim"].duplicated()].unique().tolist()
         if twice:
             raise ValueError(f"the {name} claims table holds {twice[:3]!r} more than once: a claim's text must name "
-                             "it uniquely to be compared across scales")
+                             "it uniquely to be compared across runs")
         sides.append(rows[["claim", "kind", "paper_section", "verdict", "our_value", "ci_low", "ci_high"]])
     base_rows, other_rows = sides
     only_other = other_rows[~other_rows["claim"].isin(base_rows["claim"])]
@@ -288,4 +289,70 @@ def claims_text(root: Path, names: Sequence[str]) -> str:
             table = competence.read(comp)
             out.append(f"### {paper}: competence of the baselines\n\n{table.to_markdown(index=False, floatfmt='.3g')}\n")
         out.append(f"### {paper}\n\n{cl.markdown(cl.read(path))}\n")
+    return "\n".join(out)
+
+
+def _at_revision(root: Path, rev: str, path: str) -> str | None:
+    """The text of ``path`` (relative to ``root``) as committed at git revision ``rev``; None where that commit has no
+    such file."""
+    import subprocess
+
+    proc = subprocess.run(["git", "-C", str(root), "show", f"{rev}:{path}"], capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def claims_against(root: Path, names: Sequence[str], rev: str) -> str:
+    """What ``biaslab claims --against REV`` prints — what a change did to the verdicts: per paper of ``names``
+    (every paper with a claims table when empty), its claims table as committed at git revision ``rev`` against the
+    working tree's, paired by :func:`across_scales`. The verdict counts of both; each claim or check whose verdict
+    or printed value (ours [CI], three significant digits) moved, the verdict changes first; the rows one side
+    lacks; the competence checks whose pass / fail moved. ``rev`` not a commit of ``root``'s repository:
+    ValueError; a paper with no table at ``rev`` says so in its section."""
+    import io
+    import subprocess
+
+    if subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                      capture_output=True).returncode:
+        raise ValueError(f"{rev!r} is not a commit of the repository at {root} (try HEAD~1, a branch, a tag or a hash "
+                         "from `git log`)")
+    papers = list(names) or sorted(p.parent.parent.name for p in (root / "reports").glob("*/results/claims.csv"))
+    out = []
+    for paper in papers:
+        rel = f"reports/{paper}/results/claims.csv"
+        if not (root / rel).is_file():
+            raise FileNotFoundError(f"{root / rel} does not exist; run the stage that writes it (dvc repro)")
+        now, text = cl.read(root / rel), _at_revision(root, rev, rel)
+        if text is None:
+            out.append(f"### {paper}: {rev} → working tree\n\n{rel} is not in {rev}: every row is new.\n")
+            continue
+        then = cl.read(io.StringIO(text))
+
+        def counts(df):
+            return ", ".join(f"{n} {v}" for v, n in cl.summary(df).items()) or "no claims"
+
+        def shown(row, side):
+            if pd.isna(row[f"verdict_{side}"]):
+                return "–"
+            v = row[f"our_value_{side}"], row[f"ci_low_{side}"], row[f"ci_high_{side}"]
+            return f"{cl._fmt(v[0])} [{cl._fmt(v[1])}, {cl._fmt(v[2])}] {row[f'verdict_{side}']}"
+
+        t = across_scales(then, now)
+        t["before"], t["now"] = t.apply(shown, axis=1, side="base"), t.apply(shown, axis=1, side="other")
+        moved = t[t["before"] != t["now"]].sort_values("changed", ascending=False, kind="stable")
+        lines = [f"### {paper}: {rev} → working tree", "",
+                 f"claims: {counts(then)} → {counts(now)}; {len(moved)} of {len(t)} rows moved, "
+                 f"{int(t['changed'].sum())} of them in verdict"]
+        if len(moved):
+            lines += ["", f"| claim | kind | at {rev} | now |", "|---|---|---|---|"]
+            lines += [f"| {r.claim} | {r.kind} | {r.before} | " + (f"**{r.now}**" if r.changed else r.now) + " |"
+                      for r in moved.itertuples(index=False)]
+        comp_rel = f"reports/{paper}/results/competence.csv"
+        comp_text = _at_revision(root, rev, comp_rel)
+        if (root / comp_rel).is_file() and comp_text is not None:
+            c = competence.read(io.StringIO(comp_text)).merge(competence.read(root / comp_rel), on="check",
+                                                              how="outer", suffixes=("_base", "_other"))
+            flipped = c[c["passed_base"].astype(str) != c["passed_other"].astype(str)]
+            lines += ["", f"competence: {len(flipped)} of {len(c)} checks moved between pass and fail"]
+            lines += [f"- {r.check}: {r.passed_base} → {r.passed_other}" for r in flipped.itertuples(index=False)]
+        out.append("\n".join(lines) + "\n")
     return "\n".join(out)
