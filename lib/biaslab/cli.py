@@ -201,7 +201,7 @@ def _cmd_claims(args) -> int:
     try:
         print(claims_text(repo_root(), args.papers) if args.against is None else
               claims_against(repo_root(), args.papers, args.against))
-    except ValueError as err:  # --against names no commit
+    except ValueError as err:  # --against names no commit, or a table is malformed (its file named)
         print(f"biaslab claims: {err}", file=sys.stderr)
         return 2
     except FileNotFoundError as err:
