@@ -133,6 +133,19 @@ def test_head_on_fixed_features_and_bad_input():
                head_learning_rate=1e-3, max_length=8, seed=0, device="cpu", patience=None)
 
 
+def test_a_texts_frozen_states_do_not_depend_on_the_texts_computed_with_it():
+    """A task's texts get the states they get alone whatever views share the call (another augmentation setting,
+    the sensitivity study's variants): in padded length-sorted batches they moved with their batch-mates."""
+    texts = TOY["text"].tolist()
+    views = [v for t in texts for v in (t + " indeed, truly", t.upper(), "so " + t)]
+    states = dict(n_frozen=5, max_length=16, batch_size=4, device="cpu")
+    alone = [ct.compute_states(model_dir("minilm"), [t], **states) for t in texts]
+    together = ct.compute_states(model_dir("minilm"), views[:9] + texts + views[9:], **states)
+    moved = [t for t, bank in zip(texts, alone, strict=True) if not np.array_equal(bank.get(t), together.get(t))]
+    assert not moved, f"{len(moved)} of {len(texts)} texts got other states beside other texts: {moved}"
+    assert len(ct.compute_states(model_dir("minilm"), [], **states)) == 0
+
+
 def test_partial_fine_tuning_matches_the_full_encoder_and_trains_only_the_top(tmp_path):
     import torch
 
