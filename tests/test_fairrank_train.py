@@ -119,3 +119,17 @@ def test_the_data_stage_saves_each_backbones_frozen_states(setup, tmp_path):
     np.testing.assert_array_equal(saved.flat, bank.flat)
     assert lines == [f"minilm: 5 frozen layers, states of {len(bank)} texts or pairs "
                      f"({bank.flat.nbytes / 2**20:.0f} MiB)"]
+
+
+@pytest.mark.parametrize("family", ft.FAMILIES)
+def test_a_pairs_frozen_states_do_not_depend_on_the_pairs_computed_with_it(family):
+    """Every pair's (or query's and passage's) states are the ones it gets alone: in the length-sorted padded
+    batches they were computed in before, a change of the pair set (another sample, another fold) moved them."""
+    md = model_dir("minilm")
+    rows = prepare.pointwise_rows(PAIRS)[["qid", "query", "docid"]]
+    kw = dict(family=family, n_frozen=5, max_length=32, batch_size=4, device="cpu")
+    together = ft.ranker_states(md, rows, TEXTS, **kw)
+    alone = [ft.ranker_states(md, rows.iloc[[i]], TEXTS, **kw) for i in range(len(rows))]
+    moved = [k for bank in alone for k in bank.texts if not np.array_equal(bank.get(k), together.get(k))]
+    assert not moved, f"{len(moved)} items got other states beside other pairs: {moved}"
+    assert len(ft.ranker_states(md, rows.iloc[:0], TEXTS, **kw)) == 0

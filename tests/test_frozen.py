@@ -163,3 +163,19 @@ def test_bottoms_give_every_model_that_kept_one_the_full_forward_vectors_from_on
     with torch.no_grad():
         other[0].auto_model.embeddings.LayerNorm.bias[0] += 1e-6
     assert bottoms.encoder(other) is None  # nothing shared: the caller encodes it in full
+
+
+def test_bottom_states_refuses_padded_inputs_instead_of_batching_them(minilm):
+    """bottom_states batches by exact token counts; inputs padded to other counts would make an item's states
+    depend on its batch-mates, so they are refused with an error that names the fix."""
+    hf = minilm[0].auto_model
+    tok = minilm.tokenizer
+    texts = ["a short one", "a rather longer text than the other"]
+    read = frozen.tokenized(tok, texts, max_length=32)
+    good = frozen.bottom_states(hf, lambda idx: tokens.read_inputs(read, idx), read.lengths, n_frozen=2,
+                                batch_size=4)
+    assert [len(s) for s in good] == read.lengths.tolist()
+    with pytest.raises(ValueError, match="exact token count"):
+        frozen.bottom_states(hf, lambda idx: tok([texts[i] for i in idx], padding="max_length", max_length=32,
+                                                 return_tensors="pt"), read.lengths, n_frozen=2, batch_size=4)
+    assert frozen.bottom_states(hf, lambda idx: {}, [], n_frozen=2, batch_size=4) == []

@@ -18,10 +18,11 @@ Four users, one mechanism (and one store, :class:`StateBank`: per text its state
   ranker of every seed trains and scores with its top layers only (``biaslab.fairrank.train``).
 
 The top layers are the model's own ``nn.Module`` layers called with the attention mask transformers builds for
-them (``create_bidirectional_mask``). :class:`FrozenBottom` batches as :class:`biaslab.embed.Encoder` does (equal
-token counts, no padding, filled to a row-independent product), so its embeddings equal the full forward pass's bit
-for bit (tested: ``tests/test_frozen.py``); the training users' padded batches equal it up to floating-point
-summation order.
+them (``create_bidirectional_mask``). Every bottom is computed by :func:`bottom_states`, batched as
+:class:`biaslab.embed.Encoder` batches (equal token counts, no padding, filled to a row-independent product): an
+item's states never depend on the items computed with it, and :class:`FrozenBottom`'s embeddings equal the full
+forward pass's bit for bit (tested: ``tests/test_frozen.py``). The training users' top layers run on padded batches
+of these states, equal to the full model up to floating-point summation order.
 """
 
 from __future__ import annotations
@@ -52,34 +53,52 @@ def encoder_stack(hf_model):
                          "frozen-layer caching supports those only") from None
 
 
+def tokenized(tokenizer, *columns: Sequence[str], max_length: int, truncation: bool | str = True):
+    """Texts (one column) or text pairs (two columns) tokenized once by a transformers ``tokenizer``, unpadded, as a
+    :class:`biaslab.embed.tokens.Read` (token counts, ids, token types where the tokenizer gives them) for
+    :func:`bottom_states` with :func:`biaslab.embed.tokens.read_inputs`."""
+    from .embed.tokens import Read
+
+    enc = tokenizer(*map(list, columns), truncation=truncation, max_length=max_length)
+    ids = [np.asarray(i, np.int64) for i in enc["input_ids"]]
+    types = [np.asarray(t, np.int64) for t in enc["token_type_ids"]] if "token_type_ids" in enc else None
+    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+    return Read(lengths, lengths, ids, types)
+
+
 def bottom_states(hf_model, inputs: Callable[[np.ndarray], dict], lengths: Sequence[int], *, n_frozen: int,
-                  batch_size: int, desc: str | None = None,
-                  batches: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
-    """Per item, the float32 [real tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
-    ``hf_model`` (eval mode, no gradient), for ``len(lengths)`` items (texts, or query–passage pairs).
-    ``inputs(idx)`` returns the model's input tensors (ids, attention mask, token types; other entries are ignored)
-    for the items ``idx`` (an index array), padded for one batch. Items are batched longest first by ``lengths``,
-    or as ``batches`` says (index arrays; an index may repeat — :func:`biaslab.embed.batching.filled` —, its states are the
-    same)."""
+                  batch_size: int, desc: str | None = None) -> list[np.ndarray]:
+    """Per item, the float32 [tokens, dim] output of the embeddings and the first ``n_frozen`` layers of
+    ``hf_model`` (eval mode, no gradient), for ``len(lengths)`` items (texts, or query–passage pairs) of these token
+    counts. Batched as every encoder of the library batches (:func:`biaslab.embed.batching.batch_plan`): equal token
+    counts, no padding, each batch filled to a row-independent product, so an item's states are the same bits
+    whichever items share the call (length-sorted padded batches let them move by an fp16 step with their
+    batch-mates). ``inputs(idx)`` returns the model's input tensors (ids, attention mask, token types; other entries
+    are ignored) for the items ``idx`` (an index array, an index possibly repeated), which all have one token count:
+    unpadded (:func:`tokenized` and :func:`biaslab.embed.tokens.read_inputs`)."""
     import torch
 
+    from .embed.batching import batch_plan, model_row_independent
     from .runtime import progress
 
     embeddings, layers = encoder_stack(hf_model)
     device = next(hf_model.parameters()).device
     was_training = hf_model.training
     hf_model.eval()
-    if batches is None:
-        order = np.argsort([-int(n) for n in lengths], kind="stable")  # similar lengths share a batch
-        batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    lengths = np.asarray(lengths, np.int64)
+    plan = batch_plan(lengths, batch_size, model_row_independent(hf_model)) if len(lengths) else []
     out: list[np.ndarray | None] = [None] * len(lengths)
     with torch.inference_mode():
-        for idx in progress(batches, desc=desc or f"frozen layers 1-{n_frozen}", disable=len(batches) <= 1):
-            enc = {k: v.to(device) for k, v in inputs(np.asarray(idx)).items() if torch.is_tensor(v)}
+        for idx, run in progress(plan, desc=desc or f"frozen layers 1-{n_frozen}", disable=len(plan) <= 1):
+            enc = {k: v.to(device) for k, v in inputs(np.asarray(run)).items() if torch.is_tensor(v)}
+            if tuple(enc["input_ids"].shape) != (len(run), lengths[idx[0]]):
+                raise ValueError(f"bottom_states: inputs gave ids of shape {tuple(enc['input_ids'].shape)} for "
+                                 f"{len(run)} items of {lengths[idx[0]]} tokens; pass each item's exact token count "
+                                 "as lengths and unpadded inputs (frozen.tokenized + embed.tokens.read_inputs)")
             x = embeddings(input_ids=enc["input_ids"], token_type_ids=enc.get("token_type_ids"))
             x = run_layers(layers[:n_frozen], hf_model.config, x, enc["attention_mask"]).float().cpu().numpy()
             for j, i in enumerate(idx):
-                out[i] = x[j, : int(enc["attention_mask"][j].sum())]
+                out[i] = x[j]
     hf_model.train(was_training)
     return out
 
@@ -134,7 +153,6 @@ class FrozenBottom:
         caller passes ``read``, their ``read_tokens`` under a model that :meth:`shares` the bottom (so reads them
         as the base does) —, by the base's own preprocessing per batch only where that direct path does not
         apply."""
-        from .embed.batching import batch_plan, model_row_independent
         from .embed.tokens import read_inputs, read_tokens
 
         texts = list(texts)
@@ -146,8 +164,6 @@ class FrozenBottom:
             missing, pos = list(first), np.fromiter(first.values(), np.int64, len(first))
             if read is None:
                 read, pos = read_tokens(self.base, missing), np.arange(len(missing))
-            batches = [run for _, run in batch_plan(read.lengths[pos], self.batch_size,
-                                                    model_row_independent(self.base))]
             if read.ids is not None:
                 def inputs(idx):
                     return read_inputs(read, pos[idx])
@@ -155,8 +171,7 @@ class FrozenBottom:
                 def inputs(idx):
                     return self.base.preprocess([missing[i] for i in idx])
             computed = bottom_states(self._hf(self.base), inputs, read.lengths[pos], n_frozen=self.n_frozen,
-                                     batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}",
-                                     batches=batches)
+                                     batch_size=self.batch_size, desc=f"shared frozen layers 1-{self.n_frozen}")
             self._states.update(zip(missing, computed, strict=True))
         return [self._states[t] for t in texts]
 

@@ -262,18 +262,14 @@ def check_frozen(n_frozen: int, n_layers: int) -> int:
 
 def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_length: int, batch_size: int,
                    device: str) -> StateBank:
-    """Run the first ``n_frozen`` layers (embeddings included, eval mode) once over the distinct ``texts``.
-
-    Batched as every encoder of the library batches (:func:`biaslab.embed.batching.batch_plan`): equal token
-    counts, no padding, each batch filled to a row-independent product, so a text's states are the same bits
-    whichever texts are computed with it — a task's texts get the states they get alone, whatever augmented views
-    (another ``cscl.augment`` setting, the sensitivity study's variants) share the call. (Length-sorted padded
-    batches let a text's states move by an fp16 step with its batch-mates, which INLP's projections amplify.)
-    Each text is tokenized once; the layers read those ids (:func:`biaslab.embed.tokens.read_inputs`)."""
+    """Run the first ``n_frozen`` layers (embeddings included, eval mode) once over the distinct ``texts``, each
+    tokenized once, in :func:`biaslab.frozen.bottom_states`' row-independent batches: a task's texts get the states
+    they get alone, whatever augmented views (another ``cscl.augment`` setting, the sensitivity study's variants)
+    share the call."""
     from transformers import AutoModel, AutoTokenizer
 
-    from ..embed.batching import batch_plan, model_row_independent
-    from ..embed.tokens import Read, read_inputs
+    from ..embed.tokens import read_inputs
+    from ..frozen import tokenized
 
     texts = list(dict.fromkeys(texts))
     if not n_frozen:
@@ -284,14 +280,9 @@ def compute_states(encoder_dir, texts: Sequence[str], *, n_frozen: int, max_leng
     model = AutoModel.from_pretrained(str(encoder_dir))
     check_frozen(n_frozen, model.config.num_hidden_layers)
     model.to(select_device(device))
-    enc = tok(texts, truncation=True, max_length=max_length)
-    ids = [np.asarray(i, np.int64) for i in enc["input_ids"]]
-    types = [np.asarray(t, np.int64) for t in enc["token_type_ids"]] if "token_type_ids" in enc else None
-    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
-    read = Read(lengths, lengths, ids, types)
-    batches = [run for _, run in batch_plan(lengths, batch_size, model_row_independent(model))]
-    parts = bottom_states(model, lambda idx: read_inputs(read, idx), lengths, n_frozen=n_frozen,
-                          batch_size=batch_size, batches=batches)
+    read = tokenized(tok, texts, max_length=max_length)
+    parts = bottom_states(model, lambda idx: read_inputs(read, idx), read.lengths, n_frozen=n_frozen,
+                          batch_size=batch_size)
     offsets = np.cumsum([0, *(len(p) for p in parts)])
     return StateBank(n_frozen, texts, np.concatenate(parts).astype(np.float16), offsets)
 

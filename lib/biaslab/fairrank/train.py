@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..frozen import StateBank, bottom_states, frozen_count, pad_states, run_layers
+from ..embed.tokens import read_inputs
+from ..frozen import StateBank, bottom_states, frozen_count, pad_states, run_layers, tokenized
 from ..layers import grad_reverse
 from ..models import new_head_classifier
 from ..runtime import progress, progress_enabled, seed_everything, select_device
@@ -180,15 +181,13 @@ def ranker_states(model_dir, pairs: pd.DataFrame, texts: dict[str, str], *, fami
         lookup.update({passage_key(d): (texts[d],) for d in rows["docid"]})
         what = "queries and passages"
     keys = list(lookup)
+    if not keys:
+        return StateBank(n_frozen)
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModel.from_pretrained(str(model_dir)).to(select_device(device))
-
-    def tokenize(idx):
-        parts = list(zip(*(lookup[keys[i]] for i in idx), strict=True))
-        return tok(*map(list, parts), truncation="only_second" if len(parts) == 2 else True, max_length=max_length,
-                   padding=True, return_tensors="pt")
-
-    parts = bottom_states(model, tokenize, [sum(map(len, v)) for v in lookup.values()], n_frozen=n_frozen,
+    columns = list(zip(*lookup.values(), strict=True))
+    read = tokenized(tok, *columns, max_length=max_length, truncation="only_second" if len(columns) == 2 else True)
+    parts = bottom_states(model, lambda idx: read_inputs(read, idx), read.lengths, n_frozen=n_frozen,
                           batch_size=batch_size, desc=f"frozen layers 1-{n_frozen} of {len(keys)} {what}")
     offsets = np.cumsum([0, *(len(p) for p in parts)])
     return StateBank(n_frozen, keys, np.concatenate(parts).astype(np.float16), offsets)
